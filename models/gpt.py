@@ -1,0 +1,185 @@
+"""A character-level GPT in nanoGPT's shape, with an explicit KV cache and tree attention.
+
+The layer names are GPT-2's (wte, wpe, h.N.ln_1, h.N.attn.c_attn, ...), so the weights map
+one to one onto transformers' GPT2LMHeadModel. Two things are added on top of nanoGPT:
+
+- ``forward(idx, pos, past_kvs, attn_mask)`` takes the positions explicitly and returns the
+  logits of *every* input position plus the grown cache. Speculative verification needs the
+  target's distribution after each draft token, all from one forward pass.
+- ``attn_mask`` (bool, True = may attend) over [cache + new tokens]: with it a whole token tree
+  is verified in one pass (each node sees the cache, its ancestors and itself).
+"""
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+@dataclass
+class GPTConfig:
+    block_size: int = 256  # largest position id + 1
+    vocab_size: int = 65
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 256
+    dropout: float = 0.0
+
+
+class PositionError(ValueError):
+    """A position id outside [0, block_size): the model has no embedding for it."""
+
+
+@dataclass(frozen=True)
+class KVCache:
+    """Keys and values of every layer for the tokens seen so far. Immutable: every operation
+    returns a new cache, so a cache recorded in a round can be shown later unchanged."""
+
+    layers: tuple  # one (k, v) per layer, each (B, nh, T, hs)
+
+    @property
+    def length(self) -> int:
+        return self.layers[0][0].size(2)
+
+    def trim(self, length: int) -> "KVCache":
+        """Keep the first ``length`` entries: what is left after a chain's rejected tail."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot trim a cache of length {self.length} to {length}")
+        return KVCache(tuple((k[:, :, :length], v[:, :, :length]) for k, v in self.layers))
+
+    def gather(self, indices) -> "KVCache":
+        """Keep the entries at ``indices``, in that order: the accepted path of a tree."""
+        idx = torch.as_tensor(indices, dtype=torch.long, device=self.layers[0][0].device)
+        if idx.numel() and (idx.min() < 0 or idx.max() >= self.length):
+            raise ValueError(f"gather indices out of range for a cache of length {self.length}")
+        return KVCache(tuple((k.index_select(2, idx), v.index_select(2, idx)) for k, v in self.layers))
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        assert config.n_embd % config.n_head == 0
+        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)  # q, k, v for all heads
+        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
+        self.attn_dropout = config.dropout
+        self.resid_dropout = nn.Dropout(config.dropout)
+        self.n_head = config.n_head
+        self.n_embd = config.n_embd
+
+    def forward(self, x, past_kv, attn_mask):
+        B, T, C = x.size()  # batch, new tokens, n_embd
+        hs = C // self.n_head
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        q = q.view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)
+        k = k.view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)
+        v = v.view(B, T, self.n_head, hs).transpose(1, 2)  # (B, nh, T, hs)
+        if past_kv is not None:
+            k = torch.cat([past_kv[0], k], dim=2)  # (B, nh, P+T, hs)
+            v = torch.cat([past_kv[1], v], dim=2)  # (B, nh, P+T, hs)
+        # The plain causal case (training, prefill) takes the fused is_causal path.
+        is_causal = attn_mask is None and past_kv is None and T > 1
+        y = F.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=attn_mask,
+            dropout_p=self.attn_dropout if self.training else 0.0,
+            is_causal=is_causal,
+        )  # (B, nh, T, hs)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y)), (k, v)
+
+
+class MLP(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd)
+        self.dropout = nn.Dropout(config.dropout)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x, past_kv, attn_mask):
+        a, kv = self.attn(self.ln_1(x), past_kv, attn_mask)
+        x = x + a
+        x = x + self.mlp(self.ln_2(x))
+        return x, kv
+
+
+class GPT(nn.Module):
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.transformer = nn.ModuleDict(
+            dict(
+                wte=nn.Embedding(config.vocab_size, config.n_embd),
+                wpe=nn.Embedding(config.block_size, config.n_embd),
+                drop=nn.Dropout(config.dropout),
+                h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
+                ln_f=nn.LayerNorm(config.n_embd),
+            )
+        )
+        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying, as in GPT-2
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):  # GPT-2's scaled init of residual projections
+                torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    def _init_weights(self, module):
+        if isinstance(module, nn.Linear):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())  # lm_head is tied, counted once
+
+    def forward(self, idx, pos, past_kvs: KVCache | None = None, attn_mask=None):
+        """Logits for every input position and the cache grown by the new tokens.
+
+        idx: (B, T) token ids. pos: (T,) or (B, T) position ids.
+        attn_mask: optional bool (T, P+T) or (B, T, P+T) over [cache + new tokens], True = may
+        attend. Without it the new tokens see the whole cache and attend causally among
+        themselves.
+        """
+        B, T = idx.size()
+        P = 0 if past_kvs is None else past_kvs.length
+        pos = torch.as_tensor(pos, dtype=torch.long, device=idx.device)
+        if pos.shape[-1] != T:
+            raise ValueError(f"got {T} tokens but {pos.shape[-1]} position ids")
+        if pos.numel() and (pos.min() < 0 or pos.max() >= self.config.block_size):
+            bad = pos.max().item() if pos.max() >= self.config.block_size else pos.min().item()
+            raise PositionError(
+                f"position {bad} is outside the model's context window "
+                f"(block_size {self.config.block_size}: positions 0..{self.config.block_size - 1})"
+            )
+        if attn_mask is None and P > 0 and T > 1:
+            attn_mask = torch.ones(T, P + T, dtype=torch.bool, device=idx.device).tril(P)
+        if attn_mask is not None:
+            if attn_mask.dtype != torch.bool or attn_mask.shape[-2:] != (T, P + T):
+                raise ValueError(f"attn_mask must be bool with last dims ({T}, {P + T})")
+            attn_mask = attn_mask.unsqueeze(-3)  # (B or 1, 1, T, P+T): same mask for every head
+
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))  # (B, T, C)
+        kvs = []
+        for i, block in enumerate(self.transformer.h):
+            x, kv = block(x, None if past_kvs is None else past_kvs.layers[i], attn_mask)
+            kvs.append(kv)
+        logits = self.lm_head(self.transformer.ln_f(x))  # (B, T, vocab_size)
+        return logits, KVCache(tuple(kvs))

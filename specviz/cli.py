@@ -1,0 +1,195 @@
+"""``python -m specviz``: headless runs, exactness checks and benchmarks.
+
+Every failure the user can cause ends with exit status 2 and one line on stderr, never a
+traceback: argument errors, bad prompts and unreadable checkpoints alike.
+"""
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+
+from tqdm import tqdm
+
+from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, checkpoint_path, load_checkpoint
+from models.tokenizer import UnknownCharactersError
+from specviz.drafters import DRAFTERS
+from specviz.engine import Generation, Settings
+
+
+class CLIError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise CLIError(message)
+
+
+def cmd_info(args) -> None:
+    rows = []
+    for name in CHECKPOINT_NAMES:
+        ckpt = load_checkpoint(name)
+        rows.append(
+            {
+                "name": name,
+                "path": str(ckpt.path),
+                "config": vars(ckpt.config),
+                "parameters": ckpt.model.num_params(),
+                "train_loss": ckpt.meta.get("train_loss"),
+                "val_loss": ckpt.meta.get("val_loss"),
+                "iterations": ckpt.meta.get("iterations"),
+                "file_size_bytes": checkpoint_path(name).stat().st_size,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return
+    for r in rows:
+        c = r["config"]
+        print(
+            f"{r['name']:<7} {r['parameters']:>9,} params  {c['n_layer']} layers x {c['n_embd']} wide, "
+            f"{c['n_head']} heads, block_size {c['block_size']}, vocab {c['vocab_size']}  "
+            f"train {r['train_loss']:.4f}  val {r['val_loss']:.4f}  {r['file_size_bytes'] / 1e6:.1f} MB"
+        )
+
+
+def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
+    """The settings of one speculative run, as flags (defaults from engine.Settings)."""
+    d = Settings()
+    p.add_argument("--prompt", default="ROMEO:\nBut soft, what light", help="text to continue")
+    p.add_argument("--drafter", default=d.drafter, help=f"one of: {', '.join(DRAFTERS)}")
+    p.add_argument("--k", type=int, default=d.k, help="draft length K (1..32)")
+    p.add_argument("--temperature", type=float, default=d.temperature, help="0 = greedy")
+    if not samples:
+        p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="1..4096")
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--model", default="target", help="target checkpoint: target or tiny (or a path)")
+    p.add_argument("--verification", default=d.verification, help="lossless or nasd-seed (seed 004, biased)")
+    p.add_argument("--min-context-count", type=int, default=d.min_context_count, help="trigram fallback threshold")
+    p.add_argument("--trie-n", type=int, default=d.trie_n)
+    p.add_argument("--trie-prefix-len", type=int, default=d.trie_prefix_len, help="L_p")
+    p.add_argument("--trie-num-draft", type=int, default=d.trie_num_draft)
+    p.add_argument("--nasd-n", type=int, default=d.nasd_n)
+    p.add_argument("--nasd-filler-top-k", type=int, default=d.nasd_filler_top_k)
+    p.add_argument("--nasd-continue-if-unknown", action="store_true", help="fill unknown contexts instead of stopping")
+    p.add_argument("--lookup-max-ngram", type=int, default=d.lookup_max_ngram)
+    p.add_argument("--lookup-min-ngram", type=int, default=d.lookup_min_ngram)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def prepare(args, max_new_tokens: int):
+    """Checkpoints, prompt ids and settings from the flags; user errors become CLIError."""
+    names = {f.name for f in fields(Settings)}
+    values = {k: v for k, v in vars(args).items() if k in names}
+    settings = Settings(
+        **{**values, "max_new_tokens": max_new_tokens, "nasd_stop_if_unknown": not args.nasd_continue_if_unknown}
+    )
+    try:
+        settings.check()
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if not args.prompt:
+        raise CLIError("the prompt is empty")
+    target = load_checkpoint(args.model)
+    try:
+        prompt = target.tokenizer.encode(args.prompt)
+    except UnknownCharactersError as e:
+        raise CLIError(f"the prompt has {e}") from None
+    draft_model = load_checkpoint("tiny").model if settings.drafter == "neural" else None
+    return target, prompt, settings, draft_model
+
+
+def cmd_generate(args) -> None:
+    target, prompt, settings, draft_model = prepare(args, args.max_new_tokens)
+    gen = Generation(target, prompt, settings, draft_model)
+    with tqdm(total=settings.max_new_tokens, desc="generating", unit="tok", disable=None, leave=False) as bar:
+        trace = gen.run(lambda n: bar.update(n - bar.n))
+    summary = trace.summary()
+    if args.json:
+        out = trace.to_dict()
+        print(
+            json.dumps(
+                {k: out[k] for k in ("text", "tokens", "target_forwards", "mean_accepted", "acceptance_rate")} | out
+            )
+        )
+        return
+    print(args.prompt + trace.text)
+    print(
+        f"-- {summary['tokens']} tokens in {summary['target_forwards']} target forward passes "
+        f"({summary['mean_accepted']:.2f} per pass), acceptance rate {summary['acceptance_rate']:.1%}, "
+        f"drafter {settings.drafter}, K={settings.k}, T={settings.temperature}",
+        file=sys.stderr,
+    )
+
+
+def cmd_exactness(args) -> None:
+    from specviz.exactness import run_exactness
+
+    if not 1 <= args.samples <= 1_000_000:
+        raise CLIError("--samples must be between 1 and 1000000")
+    target, prompt, settings, draft_model = prepare(args, 3)
+    try:
+        with tqdm(total=args.samples, desc="sampling", unit="run", disable=None) as bar:
+            res = run_exactness(
+                target, prompt, settings, args.samples, draft_model, progress=lambda n: bar.update(n - bar.n)
+            )
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    chars = target.tokenizer.chars
+    top = res.expected.flatten().argsort(descending=True)[:10]
+    V = target.config.vocab_size
+    rows = []
+    for i in top.tolist():
+        toks = [i // (V * V), (i // V) % V, i % V]
+        rows.append({"tokens": "".join(chars[t] for t in toks), "expected": float(res.expected.flatten()[i]),
+                     "observed": int(res.observed.flatten()[i]) / res.samples})  # fmt: skip
+    result = {"drafter": settings.drafter, "verification": settings.verification, "temperature": settings.temperature,
+              "k": settings.k, "samples": res.samples, "statistic": res.statistic, "dof": res.dof,
+              "p_value": res.p_value, "tv_distance": res.tv_distance, "top": rows}  # fmt: skip
+    if args.json:
+        print(json.dumps(result))
+        return
+    print(f"{settings.drafter} ({settings.verification}), T={settings.temperature}, K={settings.k}, {res.samples} runs")
+    print(f"chi-square {res.statistic:.2f} on {res.dof} degrees of freedom, p-value {res.p_value:.4g}, "
+          f"total variation distance {res.tv_distance:.4f}")  # fmt: skip
+    for r in rows:
+        print(f"  {r['tokens']!r:8} expected {r['expected']:.4f}  observed {r['observed']:.4f}")
+
+
+def cmd_model_card(args) -> None:
+    from specviz.model_card import render_card
+
+    text = render_card()
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(f"wrote {args.out}")
+
+
+def build_parser() -> OneLineParser:
+    parser = OneLineParser(prog="python -m specviz", description="specviz: speculative decoding, step by step")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
+    info = sub.add_parser("info", help="the shipped checkpoints: config, size, recorded losses")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    info.set_defaults(func=cmd_info)
+    gen = sub.add_parser("generate", help="run speculative decoding and print the text (or the trace)")
+    add_run_args(gen)
+    gen.set_defaults(func=cmd_generate)
+    ex = sub.add_parser("exactness", help="compare the first 3 tokens of N runs with the exact distribution")
+    add_run_args(ex, samples=True)
+    ex.add_argument("--samples", type=int, default=2000, help="number of speculative runs")
+    ex.set_defaults(func=cmd_exactness)
+    card = sub.add_parser("model-card", help="regenerate models/README.md from the checkpoints")
+    card.add_argument("--out", default="models/README.md")
+    card.set_defaults(func=cmd_model_card)
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        args.func(args)
+    except (CLIError, CheckpointError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

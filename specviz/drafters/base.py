@@ -1,0 +1,83 @@
+"""The drafter interface: every drafter proposes, for the current context, either
+
+- a chain of tokens, each sampled from a distribution q it returns (``q`` rows), or
+- a chain or tree of tokens chosen deterministically (``q is None``: one-hot proposals).
+
+A tree is given depth first: ``parents[i]`` is the index of node i's parent, -1 for a child of
+the root (the root is the last token of the context, already generated). A chain is the tree
+with parents [-1, 0, 1, ...]. Siblings are distinct tokens. ``notes`` holds what a teacher
+wants to see about how the draft was made; it must be JSON-serialisable (plain lists, dicts,
+ints, floats, strings).
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+
+from specviz.sampling import draw, scale_probs
+
+
+@dataclass
+class Draft:
+    tokens: list[int]  # the candidates; for a tree, its depth-first flattening
+    parents: list[int]  # parent index per token, -1 = child of the root
+    q: torch.Tensor | None = None  # (N, V) distribution each token was sampled from; None = one-hot
+    notes: dict = field(default_factory=dict)
+
+    @property
+    def depths(self) -> list[int]:
+        """Depth of each node, 1 for children of the root."""
+        d: list[int] = []
+        for p in self.parents:
+            d.append(1 if p == -1 else d[p] + 1)
+        return d
+
+    @property
+    def is_chain(self) -> bool:
+        return self.parents == list(range(-1, len(self.tokens) - 1))
+
+
+def chain(tokens: list[int], q: torch.Tensor | None = None, notes: dict | None = None) -> Draft:
+    return Draft(list(tokens), list(range(-1, len(tokens) - 1)), q, notes or {})
+
+
+class Drafter:
+    """Base class. A drafter is made for one generation (it may keep state across rounds:
+    NASD's storage, the neural draft model's KV cache) and is told the outcome of each round.
+
+    ``draft(context, k, temperature, gen)``: context is every token so far (prompt and
+    generated); propose at most ``k`` tokens deep (fewer, or none, is allowed). Sampling must
+    use ``gen`` and the helpers in specviz.sampling, so that a seed reproduces a run.
+
+    ``update(context, emitted, p)``: after verification. ``context`` is the context the
+    draft was made for, ``emitted`` the tokens the round appended, ``p`` the (len(emitted), V)
+    target distributions (at the run's temperature) that predicted each emitted token. Returns
+    JSON-serialisable notes on what changed (or {}).
+    """
+
+    name = "base"
+    deterministic = False  # True: proposals are one-hot (q is None)
+
+    def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
+        raise NotImplementedError
+
+    def update(self, context: list[int], emitted: list[int], p: torch.Tensor) -> dict:
+        return {}
+
+
+def sample_chain(next_dist, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
+    """Draft k tokens autoregressively from ``next_dist(seq) -> (probs (V,), note)``.
+
+    The q returned for each token is exactly the (temperature-scaled) distribution it was
+    drawn from; returning anything else would break the accept/reject math."""
+    seq, tokens, qs, notes = list(context), [], [], []
+    for _ in range(k):
+        probs, note = next_dist(seq)
+        q = scale_probs(probs, temperature)  # (V,)
+        x = draw(q, gen)
+        tokens.append(x)
+        qs.append(q)
+        notes.append(note)
+        seq.append(x)
+    q = torch.stack(qs) if qs else None  # (k, V)
+    return Draft(tokens, list(range(-1, k - 1)), q, {"positions": notes})

@@ -1,0 +1,29 @@
+"""Neural draft (seed 003, classic speculative sampling): the tiny nanoGPT drafts
+autoregressively with its own KV cache. At the start of each round the cache is trimmed to
+the tokens the target accepted (the longest common prefix with the real context), in step
+with the target's own trim, and only the missing tokens are fed."""
+
+from models.gpt import GPT
+from specviz.cached_model import CachedModel
+from specviz.drafters.base import Drafter, sample_chain
+from specviz.sampling import probs_from_logits
+
+
+class NeuralDrafter(Drafter):
+    name = "neural"
+
+    def __init__(self, model: GPT):
+        self.lm = CachedModel(model)
+
+    def draft(self, context, k, temperature, gen):
+        before = self.lm.length
+        self.lm.sync(context)  # trims the rejected drafts of the last round
+        synced = self.lm.length
+
+        def next_dist(seq):
+            # Untempered probabilities: sample_chain applies the temperature once.
+            return probs_from_logits(self.lm.next_logits(seq), 1.0), {}
+
+        draft = sample_chain(next_dist, context, k, temperature, gen)
+        draft.notes = {"draft_cache": {"before": before, "after_trim": synced, "after_draft": self.lm.length}}
+        return draft

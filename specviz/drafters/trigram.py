@@ -1,0 +1,36 @@
+"""Trigram draft with bigram fallback (seed 000): P(next | prev, current), Laplace-smoothed.
+
+Falls back to the bigram row when there is no previous token or when the context (prev,
+current) was seen fewer than ``min_context_count`` times in training: a smoothed row built on
+one or two observations is mostly prior, while the bigram row has thousands. The context rolls
+over the last two tokens, drafted ones included.
+"""
+
+import torch
+
+from specviz.drafters.base import Drafter, sample_chain
+from specviz.drafters.bigram import BigramDrafter, laplace
+
+
+class TrigramDrafter(Drafter):
+    name = "trigram"
+
+    def __init__(self, bigram_counts: torch.Tensor, trigram_counts: torch.Tensor, min_context_count: int = 2):
+        self.bigram = BigramDrafter(bigram_counts)
+        self.table = laplace(trigram_counts)  # (V, V, V)
+        self.context_counts = trigram_counts.sum(-1)  # (V, V) evidence per (prev, current)
+        self.min_context_count = min_context_count
+
+    def next_dist(self, seq: list[int]) -> tuple[torch.Tensor, dict]:
+        if len(seq) < 2:
+            row, note = self.bigram.next_dist(seq)
+            return row, {**note, "fallback": "no previous token"}
+        a, b = seq[-2], seq[-1]
+        evidence = int(self.context_counts[a, b])
+        if evidence < self.min_context_count:
+            row, note = self.bigram.next_dist(seq)
+            return row, {**note, "fallback": f"context seen {evidence} < {self.min_context_count} times"}
+        return self.table[a, b], {"row": "trigram", "context": [a, b], "evidence": evidence}
+
+    def draft(self, context, k, temperature, gen):
+        return sample_chain(self.next_dist, context, k, temperature, gen)

@@ -1,0 +1,228 @@
+"""The step-through engine: one call of ``Generation.step()`` is one speculative round.
+
+    draft   the drafter proposes a chain or tree from the context
+    verify  one target forward pass over [last token + draft] (tree attention for trees)
+    accept  accept/reject each drafted token; correction from the residual or bonus token
+    trim    the target's cache keeps the last token and the accepted path, nothing else
+
+Every round returns a RoundRecord. ``Session`` keeps them so the app can go back and forth
+without recomputing.
+"""
+
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from models.checkpoint import Checkpoint
+from specviz.cached_model import CachedModel, room, window_start
+from specviz.drafters import DRAFTERS, Drafter, make_drafter
+from specviz.drafters.trie import tree_mask
+from specviz.record import PositionRecord, RoundRecord, Trace
+from specviz.sampling import probs_from_logits
+from specviz.verify import VARIANTS, verify, verify_nasd_seed
+
+
+@dataclass
+class Settings:
+    drafter: str = "trigram"
+    k: int = 4
+    temperature: float = 0.8
+    max_new_tokens: int = 200
+    seed: int = 0
+    verification: str = "lossless"  # or "nasd-seed": seed 004's biased rule, for comparison
+    min_context_count: int = 2  # trigram
+    trie_n: int = 13
+    trie_prefix_len: int = 3
+    trie_num_draft: int = 16
+    nasd_n: int = 3
+    nasd_filler_top_k: int = 1
+    nasd_stop_if_unknown: bool = True
+    lookup_max_ngram: int = 3
+    lookup_min_ngram: int = 1
+
+    def check(self) -> None:
+        """Raise ValueError with a user-facing sentence for settings out of range."""
+        if self.drafter not in DRAFTERS:
+            raise ValueError(f"unknown drafter {self.drafter!r}; choose one of: {', '.join(DRAFTERS)}")
+        if self.verification not in VARIANTS:
+            raise ValueError(f"unknown verification {self.verification!r}; choose one of: {', '.join(VARIANTS)}")
+        if not 1 <= self.k <= 32:
+            raise ValueError(f"K must be between 1 and 32, got {self.k}")
+        if not self.temperature >= 0:
+            raise ValueError(f"temperature must be 0 or more, got {self.temperature}")
+        if not 1 <= self.max_new_tokens <= 4096:
+            raise ValueError(f"max new tokens must be between 1 and 4096, got {self.max_new_tokens}")
+        if self.min_context_count < 0:
+            raise ValueError("min_context_count must be 0 or more")
+        if not (1 <= self.trie_prefix_len < self.trie_n and self.trie_num_draft >= 1):
+            raise ValueError("trie needs 1 <= L_p < n and num_draft >= 1")
+        if self.nasd_n < 2 or self.nasd_filler_top_k < 1:
+            raise ValueError("NASD needs n >= 2 and filler_top_k >= 1")
+        if not 1 <= self.lookup_min_ngram <= self.lookup_max_ngram:
+            raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram")
+
+
+class Generation:
+    """One speculative generation from a prompt. Not thread-safe; one per user."""
+
+    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None):
+        settings.check()
+        if not prompt:
+            raise ValueError("the prompt is empty")
+        self.settings = settings
+        self.target = CachedModel(target.model)
+        self.drafter: Drafter = make_drafter(settings.drafter, settings, target, prompt, draft_model)
+        self.verify = verify if settings.verification == "lossless" else verify_nasd_seed
+        self.gen = torch.Generator().manual_seed(settings.seed)
+        self.tokens = list(prompt)
+        self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
+
+    @property
+    def generated(self) -> int:
+        return len(self.tokens) - len(self.trace.prompt)
+
+    @property
+    def done(self) -> bool:
+        return self.generated >= self.settings.max_new_tokens
+
+    def step(self) -> RoundRecord:
+        if self.done:
+            raise RuntimeError("the generation is complete")
+        s, T = self.settings, self.settings.temperature
+        B = self.target.block_size
+        L = len(self.tokens)
+        # Never overshoot max_new_tokens, never let a round span a window jump.
+        k = min(s.k, s.max_new_tokens - self.generated - 1, room(L, B))
+
+        t0 = time.perf_counter()
+        draft = self.drafter.draft(self.tokens, k, T, self.gen)
+        depths = draft.depths
+        if depths and max(depths) > k:
+            raise RuntimeError(f"drafter {s.drafter} proposed {max(depths)} deep, above the limit {k}")
+
+        t1 = time.perf_counter()
+        reprefill = self.target.sync(self.tokens)
+        kv_before = self.target.length
+        mask = None
+        if not draft.is_chain:
+            tree = tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
+            mask = torch.cat([torch.ones(len(tree), kv_before, dtype=torch.bool), tree], dim=1)
+        positions = [kv_before] + [kv_before + d for d in depths]
+        logits, grown = self.target.forward([self.tokens[-1]] + draft.tokens, positions, mask)  # (N+1, V)
+        p_rows = probs_from_logits(logits, T)  # (N+1, V)
+
+        t2 = time.perf_counter()
+        verdict = self.verify(draft, p_rows, T, self.gen)
+        kept = list(range(kv_before + 1)) + [kv_before + 1 + i for i in verdict.path]
+        cache = grown.trim(len(kept)) if draft.is_chain else grown.gather(kept)
+        self.target.commit(cache, self.target.cached + [self.tokens[-1]] + [draft.tokens[i] for i in verdict.path])
+        emitted = verdict.emitted(draft)
+        # Row i of emitted_p predicted emitted[i]: the root's row, then each accepted node's.
+        emitted_p = p_rows[[0] + [i + 1 for i in verdict.path]]
+        update = self.drafter.update(self.tokens, emitted, emitted_p)
+        self.tokens += emitted
+        t3 = time.perf_counter()
+
+        record = RoundRecord(
+            index=len(self.trace.rounds),
+            context_len=L,
+            window_start=window_start(L, B),
+            reprefill=reprefill,
+            kv_before=kv_before,
+            kv_after_verify=grown.length,
+            kv_after_trim=cache.length,
+            kv_kept=kept,
+            draft_tokens=draft.tokens,
+            draft_parents=draft.parents,
+            draft_positions=positions,
+            tree_mask=None if mask is None else tree.tolist(),
+            draft_notes=draft.notes,
+            positions=[
+                PositionRecord(
+                    c.node,
+                    depths[c.node],
+                    c.token,
+                    float(c.q[c.token]),
+                    float(c.p[c.token]),
+                    float(c.p[c.token] / c.q[c.token]),
+                    c.accept_prob,
+                    c.u,
+                    c.accepted,
+                    c.sampled,
+                    c.q.tolist(),
+                    c.p.tolist(),
+                )  # fmt: skip
+                for c in verdict.checks
+            ],
+            accepted_path=verdict.path,
+            residual=None if verdict.residual is None else verdict.residual.tolist(),
+            correction=verdict.correction,
+            bonus_p=None if verdict.bonus_p is None else verdict.bonus_p.tolist(),
+            bonus=verdict.bonus,
+            emitted=emitted,
+            emitted_kinds=["accepted"] * len(verdict.path)
+            + ["correction" if verdict.correction is not None else "bonus"],
+            drafter_update=update,
+            draft_s=t1 - t0,
+            verify_s=t2 - t1,
+            accept_s=t3 - t2,
+        )
+        self.trace.rounds.append(record)
+        return record
+
+    def run(self, progress=None) -> Trace:
+        while not self.done:
+            self.step()
+            if progress:
+                progress(self.generated)
+        return self.trace
+
+
+class Session:
+    """A step-through over one generation: rounds are computed once, then browsed.
+
+    ``cursor`` is the number of rounds shown (0 = only the prompt). ``forward`` computes a new
+    round only when the cursor is at the newest one."""
+
+    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None):
+        self._args = (target, prompt, settings, draft_model)
+        self.reset()
+
+    def reset(self) -> None:
+        self.generation = Generation(*self._args)
+        self.cursor = 0
+
+    @property
+    def rounds(self) -> list[RoundRecord]:
+        return self.generation.trace.rounds
+
+    @property
+    def current(self) -> RoundRecord | None:
+        return self.rounds[self.cursor - 1] if self.cursor else None
+
+    @property
+    def at_end(self) -> bool:
+        return self.cursor == len(self.rounds) and self.generation.done
+
+    def forward(self) -> RoundRecord | None:
+        if self.cursor == len(self.rounds):
+            if self.generation.done:
+                return self.current
+            self.generation.step()
+        self.cursor += 1
+        return self.current
+
+    def back(self) -> RoundRecord | None:
+        self.cursor = max(0, self.cursor - 1)
+        return self.current
+
+    def seek(self, cursor: int) -> RoundRecord | None:
+        """Go to a recorded round (never computes)."""
+        self.cursor = max(0, min(cursor, len(self.rounds)))
+        return self.current
+
+    def run_to_end(self, progress=None) -> RoundRecord | None:
+        self.generation.run(progress)
+        self.cursor = len(self.rounds)
+        return self.current

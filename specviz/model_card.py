@@ -1,0 +1,69 @@
+"""models/README.md, rendered from the checkpoints themselves so the card never drifts from
+the files: ``python -m specviz model-card``."""
+
+from models.checkpoint import CHECKPOINT_NAMES, checkpoint_path, load_checkpoint
+from specviz.engine import Generation, Settings
+
+ROLES = {
+    "target": "The model being decoded: every page of the app runs speculative decoding against it.",
+    "tiny": "The neural draft model for classic speculative sampling against the target (seed 003), "
+    "and a second, weaker target for comparison.",
+}
+SAMPLE = dict(prompt="ROMEO:\n", temperature=0.8, seed=0, max_new_tokens=300)
+
+
+def render_card() -> str:
+    out = [
+        "# Model cards",
+        "",
+        "Character-level GPTs in nanoGPT's shape (GPT-2 layer names, LayerNorm, GELU, learned absolute "
+        "positions, lm_head tied to wte), trained on the CPU on Tiny Shakespeare (1,115,394 characters; "
+        "train = first 90%, val = last 10%). Each `.safetensors` file holds the float32 weights, the "
+        "raw bigram and trigram counts of the training split, and in its header the config, the "
+        "vocabulary and the training metadata below. This file is generated: `python -m specviz model-card`.",
+        "",
+    ]
+    for name in CHECKPOINT_NAMES:
+        ck = load_checkpoint(name)
+        m, c = ck.meta, ck.config
+        ids = ck.tokenizer.encode(SAMPLE["prompt"])
+        settings = Settings(drafter="none", temperature=SAMPLE["temperature"], seed=SAMPLE["seed"], max_new_tokens=SAMPLE["max_new_tokens"])
+        sample = SAMPLE["prompt"] + Generation(ck, ids, settings).run().text
+        out += [
+            f"## {name}",
+            "",
+            ROLES.get(name, ""),
+            "",
+            "| | |",
+            "|---|---|",
+            f"| parameters | {ck.model.num_params():,} |",
+            f"| layers x heads x width | {c.n_layer} x {c.n_head} x {c.n_embd} |",
+            f"| context (block_size) | {c.block_size} |",
+            f"| vocabulary | {c.vocab_size} characters |",
+            f"| train loss | {m['train_loss']:.4f} |",
+            f"| val loss | {m['val_loss']:.4f} |",
+            f"| iterations | {m['iterations']} |",
+            f"| seed | {m['seed']} |",
+            f"| training time | {m['train_seconds'] / 60:.1f} min on {m['device']} (torch {m['torch']}) |",
+            f"| corpus sha256 | `{m['corpus_sha256']}` |",
+            f"| file | `models/{name}.safetensors`, {checkpoint_path(name).stat().st_size / 1e6:.1f} MB |",
+            "",
+            "Trained with:",
+            "",
+            "```",
+            m["command"],
+            "```",
+            "",
+            f"Sample (temperature {SAMPLE['temperature']}, seed {SAMPLE['seed']}, prompt `ROMEO:\\n`):",
+            "",
+            "```",
+            sample,
+            "```",
+            "",
+        ]
+    out += [
+        "Losses are the mean next-character cross-entropy over non-overlapping 256-character windows of each "
+        "split (`specviz.train.evaluate`); the test suite recomputes the val loss from the corpus.",
+        "",
+    ]
+    return "\n".join(out)

@@ -1,0 +1,134 @@
+"""The round record: everything one round did, as plain data, so the app can step back and
+forth without recomputing, and a trace can be saved as JSON or CSV.
+
+Distributions are stored as lists of floats over the whole vocabulary. Timings are the only
+wall-clock measurements; ``to_json(timings=False)`` leaves them out, and what remains is the
+same, byte for byte, for the same seed and settings.
+"""
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import pandas as pd
+
+TIMING_FIELDS = ("draft_s", "verify_s", "accept_s")
+
+
+@dataclass
+class PositionRecord:
+    """One drafted token tried against the target."""
+
+    node: int  # index in the draft
+    depth: int  # 1 = first token after the root
+    token: int
+    q_x: float  # q(x): probability the drafter gave it (1 for one-hot proposals)
+    p_x: float  # p(x): the target's probability (of the residual, for a later sibling)
+    ratio: float  # p(x)/q(x)
+    accept_prob: float  # min(1, p(x)/q(x))
+    u: float | None  # uniform draw, None when none was needed (temperature 0)
+    accepted: bool
+    sampled: int | None  # nasd-seed variant only: the token sampled from p
+    q: list[float]
+    p: list[float]
+
+
+@dataclass
+class RoundRecord:
+    index: int
+    context_len: int  # tokens before the round (prompt + generated)
+    window_start: int  # first context index the target sees
+    reprefill: bool  # the window moved: the cache was rebuilt from context[window_start:-1]
+    kv_before: int  # cache length when verification starts
+    kv_after_verify: int  # + the root and every drafted token
+    kv_after_trim: int  # what stays: the root and the accepted path
+    kv_kept: list[int]  # cache indices kept (a prefix for chains, a gathered path for trees)
+    draft_tokens: list[int]
+    draft_parents: list[int]  # -1 = child of the root
+    draft_positions: list[int]  # position ids sent to the target: root first, then each node
+    tree_mask: list[list[bool]] | None  # trees only: (N+1, N+1) over [root + nodes]
+    draft_notes: dict
+    positions: list[PositionRecord]
+    accepted_path: list[int]  # draft nodes accepted, root to leaf
+    residual: list[float] | None  # on rejection: what the correction was drawn from
+    correction: int | None
+    bonus_p: list[float] | None  # after a fully accepted draft: what the bonus was drawn from
+    bonus: int | None
+    emitted: list[int]
+    emitted_kinds: list[str]  # per emitted token: "accepted", "correction" or "bonus"
+    drafter_update: dict  # what the drafter changed after the round (NASD storage growth)
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    accept_s: float = 0.0
+
+    @property
+    def n_accepted(self) -> int:
+        return len(self.accepted_path)
+
+
+@dataclass
+class Trace:
+    settings: dict
+    vocab: str
+    prompt: list[int]
+    rounds: list[RoundRecord] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> list[int]:
+        return [t for r in self.rounds for t in r.emitted]
+
+    @property
+    def text(self) -> str:
+        return "".join(self.vocab[t] for t in self.tokens)
+
+    def summary(self) -> dict:
+        """Headline figures. target_forwards counts verification passes (not the prefill)."""
+        forwards = len(self.rounds)
+        drafted = sum(len(r.positions) for r in self.rounds if r.draft_tokens)
+        accepted = sum(r.n_accepted for r in self.rounds)
+        tried = sum(1 for r in self.rounds for p in r.positions)
+        return {
+            "tokens": len(self.tokens),
+            "target_forwards": forwards,
+            "mean_accepted": len(self.tokens) / forwards if forwards else 0.0,
+            "acceptance_rate": accepted / tried if tried else 0.0,
+            "drafted": drafted,
+            "accepted": accepted,
+            "reprefills": sum(r.reprefill for r in self.rounds),
+        }
+
+    def to_dict(self, timings: bool = True) -> dict:
+        rounds = [asdict(r) for r in self.rounds]
+        if not timings:
+            for r in rounds:
+                for k in TIMING_FIELDS:
+                    del r[k]
+        return {"settings": self.settings, "vocab": self.vocab, "prompt": self.prompt, "text": self.text,
+                **self.summary(), "rounds": rounds}  # fmt: skip
+
+    def to_json(self, timings: bool = True) -> str:
+        return json.dumps(self.to_dict(timings))
+
+    def rounds_frame(self) -> pd.DataFrame:
+        """One row per round."""
+        rows = []
+        for r in self.rounds:
+            rows.append({
+                "round": r.index, "context_len": r.context_len, "window_start": r.window_start,
+                "reprefill": r.reprefill, "kv_before": r.kv_before, "kv_after_verify": r.kv_after_verify,
+                "kv_after_trim": r.kv_after_trim, "drafted": len(r.draft_tokens), "accepted": r.n_accepted,
+                "emitted": len(r.emitted), "text": "".join(self.vocab[t] for t in r.emitted),
+                "draft_s": r.draft_s, "verify_s": r.verify_s, "accept_s": r.accept_s,
+            })  # fmt: skip
+        return pd.DataFrame(rows)
+
+    def positions_frame(self) -> pd.DataFrame:
+        """One row per verified position (drafted token tried), without the full vectors."""
+        rows = []
+        for r in self.rounds:
+            for p in r.positions:
+                rows.append({
+                    "round": r.index, "node": p.node, "depth": p.depth, "token": p.token,
+                    "char": self.vocab[p.token], "q_x": p.q_x, "p_x": p.p_x, "ratio": p.ratio,
+                    "accept_prob": p.accept_prob, "u": p.u, "accepted": p.accepted,
+                })  # fmt: skip
+        return pd.DataFrame(rows)

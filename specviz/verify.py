@@ -1,0 +1,118 @@
+"""Verification: accept or reject each drafted token against the target, losslessly.
+
+One rule covers every drafter. At a node of the draft (the root is the last generated token)
+with target distribution p, try its children one after another; child x, proposed from q, is
+accepted with probability min(1, p(x)/q(x)). On rejection p becomes the residual
+norm(max(0, p - q)) and the next child is tried. If every child is rejected, the correction is
+drawn from what is left; if the node has no children (the whole path was accepted), the bonus
+token is drawn from p. For a one-hot q this is "accept with p(x), else zero p(x) and
+renormalise", lossless at every temperature. At temperature 0 p is one-hot: a child is
+accepted exactly when it is the target's argmax, and no randomness is used.
+
+``verify_nasd_seed`` is seed 004's NASD rule, kept as a labelled variant because it is NOT
+lossless: it samples s ~ p, accepts while s equals the draft, and then draws the correction
+afresh from p, so a drafted token is emitted with probability p(x)(2 - p(x)) instead of p(x).
+"""
+
+from dataclasses import dataclass, field
+
+import torch
+from torch.nn import functional as F
+
+from specviz.drafters.base import Draft
+from specviz.sampling import draw, uniform
+
+VARIANTS = ("lossless", "nasd-seed")
+
+
+@dataclass
+class Check:
+    """One drafted token tried against the target."""
+
+    node: int  # index in the draft
+    token: int
+    p: torch.Tensor  # (V,) target distribution it was tried against (a residual for later siblings)
+    q: torch.Tensor  # (V,) distribution it was drafted from (one-hot if deterministic)
+    accept_prob: float  # min(1, p(x)/q(x))
+    u: float | None  # uniform draw; None when no randomness was needed (temperature 0)
+    accepted: bool
+    sampled: int | None = None  # nasd-seed variant: the token sampled from p for the comparison
+
+
+@dataclass
+class Verdict:
+    checks: list[Check] = field(default_factory=list)
+    path: list[int] = field(default_factory=list)  # accepted draft nodes, root to leaf
+    residual: torch.Tensor | None = None  # (V,) what the correction was drawn from
+    correction: int | None = None
+    bonus_p: torch.Tensor | None = None  # (V,) what the bonus token was drawn from
+    bonus: int | None = None
+
+    def emitted(self, draft: Draft) -> list[int]:
+        last = self.correction if self.correction is not None else self.bonus
+        return [draft.tokens[i] for i in self.path] + [last]
+
+
+def children_of(parents: list[int]) -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {-1: []}
+    for i, parent in enumerate(parents):
+        kids.setdefault(parent, []).append(i)
+        kids.setdefault(i, [])
+    return kids
+
+
+def verify(draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
+    """p_rows: (N+1, V) target distributions, row 0 after the root, row i+1 after node i."""
+    V = p_rows.size(-1)
+    kids = children_of(draft.parents)
+    out = Verdict()
+    node, p = -1, p_rows[0]
+    while True:
+        chosen = None
+        for c in kids[node]:
+            x = draft.tokens[c]
+            q = F.one_hot(torch.tensor(x), V).double() if draft.q is None else draft.q[c].double()
+            px, qx = float(p[x]), float(q[x])
+            accept_prob = 1.0 if px >= qx else px / qx  # qx > 0: x was drawn from q
+            if temperature == 0:
+                u, accepted = None, px >= 1.0  # p is one-hot: accept the argmax, nothing else
+            else:
+                u = uniform(gen)
+                accepted = u < accept_prob
+            out.checks.append(Check(c, x, p, q, accept_prob, u, accepted))
+            if accepted:
+                chosen = c
+                break
+            residual = (p - q).clamp_min(0)
+            # p == q exactly leaves nothing; then the rejection had probability 0 in exact
+            # arithmetic and p itself is the right distribution to draw from.
+            p = residual / residual.sum() if residual.sum() > 0 else p
+        if chosen is None:
+            if kids[node]:  # every child rejected
+                out.residual, out.correction = p, draw(p, gen)
+            else:  # the whole path was accepted
+                out.bonus_p, out.bonus = p, draw(p, gen)
+            return out
+        out.path.append(chosen)
+        node, p = chosen, p_rows[chosen + 1]
+
+
+def verify_nasd_seed(draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
+    """Seed 004's greedy matching (biased; shown in the app, never the default)."""
+    if not draft.is_chain:
+        raise ValueError("the seed-004 NASD variant verifies chains only")
+    V = p_rows.size(-1)
+    out = Verdict()
+    for i, x in enumerate(draft.tokens):
+        q = F.one_hot(torch.tensor(x), V).double() if draft.q is None else draft.q[i].double()
+        s = draw(p_rows[i], gen)
+        accepted = s == x
+        out.checks.append(Check(i, x, p_rows[i], q, float(p_rows[i][x]), None, accepted, sampled=s))
+        if not accepted:
+            # The seed's step: a fresh sample from p, not the s that was just compared.
+            out.residual, out.correction = p_rows[i], draw(p_rows[i], gen)
+            return out
+        out.path.append(i)
+    n = len(draft.tokens)
+    out.bonus_p, out.bonus = p_rows[n], draw(p_rows[n], gen)
+    return out

@@ -1,0 +1,22 @@
+"""The app starts, shows the models, and renders a sample as plain text."""
+
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+def test_home_loads_and_generates():
+    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    assert not at.exception
+    assert at.title[0].value == "specviz"
+    at.text_area[0].set_value("<b>ROMEO</b>")  # '<' is not in the vocabulary: a message, not a traceback
+    at.button[0].click().run()
+    assert not at.exception
+    assert "not in the vocabulary" in at.error[0].value and "'<'" in at.error[0].value
+    at.text_area[0].set_value("ROMEO:\n")
+    at.number_input[0].set_value(40)
+    at.button[0].click().run()
+    assert not at.exception
+    assert at.text[0].value.startswith("ROMEO:\n") and len(at.text[0].value) == len("ROMEO:\n") + 40

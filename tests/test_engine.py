@@ -1,0 +1,139 @@
+"""The engine is exactly right: greedy equals plain greedy decoding, the KV cache after every
+round equals a fresh prefill, and the same seed gives the same trace. Float64 throughout."""
+
+import pytest
+import torch
+
+from models.checkpoint import load_checkpoint
+from specviz.cached_model import room, window_start
+from specviz.drafters import DRAFTERS
+from specviz.engine import Generation, Session, Settings
+
+PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
+
+
+@pytest.fixture(scope="module")
+def target():
+    return load_checkpoint("target", dtype=torch.float64)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_checkpoint("tiny", dtype=torch.float64)
+
+
+def test_window_policy():
+    assert [window_start(t, 256) for t in (0, 256, 257, 384, 385, 512, 513)] == [0, 0, 128, 128, 256, 256, 384]
+    assert room(250, 256) == 6 and room(256, 256) == 0 and room(257, 256) == 127
+    for t in range(1, 1000):  # the context seen for token t always fits in the block
+        assert 0 < t - window_start(t, 256) <= 256
+
+
+@torch.no_grad()
+def test_baseline_equals_plain_greedy_decoding(target):
+    """The KV-cached baseline against full forward passes with no cache at all."""
+    prompt = target.tokenizer.encode(PROMPT)
+    tokens = list(prompt)
+    B = target.config.block_size
+    for _ in range(300 - len(prompt) + 40):  # crosses block_size
+        ctx = tokens[window_start(len(tokens), B) :]
+        logits, _ = target.model(torch.tensor([ctx]), torch.arange(len(ctx)))
+        tokens.append(int(logits[0, -1].argmax()))
+    run = Generation(
+        target, prompt, Settings(drafter="none", temperature=0, max_new_tokens=len(tokens) - len(prompt))
+    ).run()
+    assert run.tokens == tokens[len(prompt) :]
+    assert len(tokens) > B
+
+
+@pytest.mark.parametrize("drafter", [d for d in DRAFTERS if d != "none"])
+def test_greedy_speculative_equals_baseline(target, tiny, drafter):
+    prompt = target.tokenizer.encode(PROMPT)
+    base = Generation(target, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
+    assert len(prompt) + 300 > target.config.block_size
+    assert sum(r.reprefill for r in base.rounds) >= 1
+    for k in (1, 4, 8):
+        run = Generation(
+            target, prompt, Settings(drafter=drafter, k=k, temperature=0, max_new_tokens=300), tiny.model
+        ).run()
+        assert run.tokens == base.tokens, f"{drafter} K={k} diverged from greedy"
+        assert run.summary()["accepted"] > 0  # the drafter did get tokens accepted
+        assert sum(r.reprefill for r in run.rounds) >= 1
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("drafter", DRAFTERS)
+def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
+    text = (PROMPT + "\n") * 4  # ~240 characters: the run crosses block_size
+    prompt = target.tokenizer.encode(text)
+    gen = Generation(
+        target, prompt, Settings(drafter=drafter, k=5, temperature=1.0, max_new_tokens=60, seed=3), tiny.model
+    )
+    B = target.config.block_size
+    while not gen.done:
+        record = gen.step()
+        s = window_start(len(gen.tokens), B)
+        kept = gen.tokens[record.window_start : -1]
+        assert gen.target.cached == kept
+        _, fresh = target.model(torch.tensor([kept]), torch.arange(len(kept)))
+        assert gen.target.cache.length == fresh.length == record.kv_after_trim
+        for (k1, v1), (k2, v2) in zip(gen.target.cache.layers, fresh.layers, strict=True):
+            assert (k1 - k2).abs().max() < 1e-9 and (v1 - v2).abs().max() < 1e-9
+        assert record.kv_after_trim == record.kv_before + 1 + record.n_accepted
+        assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens)
+        del s
+    assert any(r.reprefill for r in gen.trace.rounds[1:])
+
+
+def test_same_seed_same_trace(target, tiny):
+    prompt = target.tokenizer.encode(PROMPT)
+    for drafter in ("trigram", "trie", "neural"):
+        settings = Settings(drafter=drafter, k=4, temperature=0.9, max_new_tokens=50, seed=11)
+        a = Generation(target, prompt, settings, tiny.model).run().to_json(timings=False)
+        b = Generation(target, prompt, settings, tiny.model).run().to_json(timings=False)
+        c = (
+            Generation(target, prompt, Settings(**{**vars(settings), "seed": 12}), tiny.model)
+            .run()
+            .to_json(timings=False)
+        )
+        assert a == b and a != c
+
+
+def test_record_frames_and_json(target):
+    prompt = target.tokenizer.encode(PROMPT)
+    trace = Generation(
+        target, prompt, Settings(drafter="trigram", k=4, temperature=1.0, max_new_tokens=30, seed=1)
+    ).run()
+    rounds, positions = trace.rounds_frame(), trace.positions_frame()
+    assert len(rounds) == len(trace.rounds) and rounds["emitted"].sum() == 30
+    assert len(positions) == sum(len(r.positions) for r in trace.rounds)
+    assert positions["accepted"].sum() == sum(r.n_accepted for r in trace.rounds)
+    r0 = trace.rounds[0]
+    assert len(r0.positions[0].p) == len(r0.positions[0].q) == 65
+    assert r0.draft_notes["positions"][0]["row"] in ("trigram", "bigram")
+    assert trace.to_dict()["text"] == trace.text and len(trace.text) == 30
+
+
+def test_session_steps_back_and_forth_without_recomputing(target):
+    prompt = target.tokenizer.encode(PROMPT)
+    sess = Session(target, prompt, Settings(drafter="bigram", k=3, temperature=1.0, max_new_tokens=20, seed=5))
+    first = sess.forward()
+    second = sess.forward()
+    assert sess.cursor == 2 and len(sess.rounds) == 2
+    assert sess.back() is first and len(sess.rounds) == 2
+    assert sess.forward() is second and len(sess.rounds) == 2  # replayed, not recomputed
+    assert sess.seek(0) is None and sess.seek(99) is second
+    sess.run_to_end()
+    assert sess.at_end and sum(len(r.emitted) for r in sess.rounds) == 20
+    sess.reset()
+    assert sess.cursor == 0 and sess.rounds == []
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [({"k": 0}, "K must be"), ({"temperature": -1}, "temperature"), ({"max_new_tokens": 5000}, "max new tokens"),
+     ({"drafter": "gpt5"}, "unknown drafter"), ({"verification": "yolo"}, "unknown verification")],
+)  # fmt: skip
+def test_bad_settings_are_refused(target, bad, message):
+    with pytest.raises(ValueError, match=message):
+        Generation(target, [1, 2], Settings(**bad))

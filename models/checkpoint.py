@@ -63,6 +63,7 @@ def atomic_write(path: Path, write) -> None:
     os.close(fd)
     try:
         write(tmp)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a checkpoint is meant to be shared
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

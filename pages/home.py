@@ -30,7 +30,7 @@ def render() -> None:
         ]
     )
     st.subheader("A sample from the target")
-    with st.form("sample"):
+    with st.form("sample_form"):
         prompt = st.text_area("Prompt", "ROMEO:\n", help="Characters from Tiny Shakespeare's vocabulary.")
         c1, c2, c3 = st.columns(3)
         temperature = c1.slider("Temperature", 0.0, 2.0, 0.8, 0.05, help="0 = greedy")
@@ -44,13 +44,13 @@ def render() -> None:
             try:
                 ids = target.tokenizer.encode(prompt)
                 settings = Settings(drafter="none", temperature=temperature, max_new_tokens=int(length), seed=int(seed))
-                st.session_state.sample = prompt + Generation(target, ids, settings).run().text
+                st.session_state.home_sample = prompt + Generation(target, ids, settings).run().text
             except UnknownCharactersError as e:
                 st.error(f"The prompt has {e}.")
             except ValueError as e:
                 st.error(str(e))
-    if "sample" in st.session_state:
-        st.text(st.session_state.sample)  # st.text renders no markup: the text shows as typed
+    if "home_sample" in st.session_state:
+        st.text(st.session_state.home_sample)  # st.text renders no markup: the text shows as typed
 
 
 render()

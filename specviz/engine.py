@@ -66,13 +66,15 @@ class Settings:
 class Generation:
     """One speculative generation from a prompt. Not thread-safe; one per user."""
 
-    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None):
+    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None, drafter=None):
+        """``drafter``: reuse a drafter made for these settings (only one that is not stateful)."""
         settings.check()
         if not prompt:
             raise ValueError("the prompt is empty")
         self.settings = settings
         self.target = CachedModel(target.model)
-        self.drafter: Drafter = make_drafter(settings.drafter, settings, target, prompt, draft_model)
+        assert drafter is None or not drafter.stateful
+        self.drafter: Drafter = drafter or make_drafter(settings.drafter, settings, target, prompt, draft_model)
         self.verify = verify if settings.verification == "lossless" else verify_nasd_seed
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)

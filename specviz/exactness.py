@@ -84,9 +84,14 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
     V = target.config.vocab_size
     expected = exact_distribution(target.model, prompt, settings.temperature, n_tokens)
     counts = torch.zeros([V] * n_tokens, dtype=torch.long)
+    first = Generation(target, prompt, Settings(**{**vars(settings), "max_new_tokens": n_tokens}), draft_model)
+    first.target.sync(prompt)  # the prompt's cache, shared by every run: caches are immutable
+    shared = None if first.drafter.stateful else first.drafter
     for i in range(samples):
         run = Settings(**{**vars(settings), "seed": settings.seed + i, "max_new_tokens": n_tokens})
-        tokens = Generation(target, prompt, run, draft_model).run().tokens
+        gen = Generation(target, prompt, run, draft_model, drafter=shared)
+        gen.target.commit(first.target.cache, list(first.target.cached))
+        tokens = gen.run().tokens
         counts[tuple(tokens)] += 1
         if progress:
             progress(i + 1)

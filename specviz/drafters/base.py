@@ -57,6 +57,7 @@ class Drafter:
 
     name = "base"
     deterministic = False  # True: proposals are one-hot (q is None)
+    stateful = False  # True: learns during a generation, so one instance serves one generation only
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

@@ -21,6 +21,7 @@ def _best(counts: dict[int, int]) -> int:
 
 class NASDDrafter(Drafter):
     name = "nasd"
+    stateful = True
     deterministic = True
 
     def __init__(self, prompt_tokens: list[int], n: int = 3, filler_top_k: int = 1, stop_if_unknown: bool = True):

@@ -11,6 +11,7 @@ from specviz.sampling import probs_from_logits
 
 class NeuralDrafter(Drafter):
     name = "neural"
+    stateful = True
 
     def __init__(self, model: GPT):
         self.lm = CachedModel(model)

@@ -27,7 +27,12 @@ def render_card() -> str:
         ck = load_checkpoint(name)
         m, c = ck.meta, ck.config
         ids = ck.tokenizer.encode(SAMPLE["prompt"])
-        settings = Settings(drafter="none", temperature=SAMPLE["temperature"], seed=SAMPLE["seed"], max_new_tokens=SAMPLE["max_new_tokens"])
+        settings = Settings(
+            drafter="none",
+            temperature=SAMPLE["temperature"],
+            seed=SAMPLE["seed"],
+            max_new_tokens=SAMPLE["max_new_tokens"],
+        )
         sample = SAMPLE["prompt"] + Generation(ck, ids, settings).run().text
         out += [
             f"## {name}",

@@ -40,7 +40,9 @@ def test_generate_json(capsys):
 
 
 def test_generate_text_and_summary(capsys):
-    code, out, err = run(capsys, "generate", "--prompt", "JULIET:", "--drafter", "trie", "--max-new-tokens", "30", "--model", "tiny")
+    code, out, err = run(
+        capsys, "generate", "--prompt", "JULIET:", "--drafter", "trie", "--max-new-tokens", "30", "--model", "tiny"
+    )
     assert code == 0 and out.startswith("JULIET:") and "target forward passes" in err
 
 
@@ -66,12 +68,26 @@ def test_bad_input_one_line_exit_2(capsys, argv, message):
 
 
 def test_process_exit_status_and_no_traceback():
-    proc = subprocess.run([sys.executable, "-m", "specviz", "generate", "--k", "99"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "specviz", "generate", "--k", "99"], cwd=ROOT, capture_output=True, text=True
+    )
     assert proc.returncode == 2 and proc.stderr == "error: K must be between 1 and 32, got 99\n"
 
 
 def test_exactness_json(capsys):
-    code, out, _ = run(capsys, "exactness", "--drafter", "bigram", "--temperature", "1", "--samples", "200", "--model", "tiny", "--json")
+    code, out, _ = run(
+        capsys,
+        "exactness",
+        "--drafter",
+        "bigram",
+        "--temperature",
+        "1",
+        "--samples",
+        "200",
+        "--model",
+        "tiny",
+        "--json",
+    )
     data = json.loads(out)
     assert code == 0 and data["samples"] == 200
     assert 0 <= data["p_value"] <= 1 and 0 <= data["tv_distance"] <= 1 and data["dof"] >= 1

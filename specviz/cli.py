@@ -15,6 +15,8 @@ from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, checkpoint_path
 from models.tokenizer import UnknownCharactersError
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
+from specviz.exactness import run_exactness
+from specviz.model_card import render_card
 
 
 class CLIError(Exception):
@@ -124,8 +126,6 @@ def cmd_generate(args) -> None:
 
 
 def cmd_exactness(args) -> None:
-    from specviz.exactness import run_exactness
-
     if not 1 <= args.samples <= 1_000_000:
         raise CLIError("--samples must be between 1 and 1000000")
     target, prompt, settings, draft_model = prepare(args, 3)
@@ -158,8 +158,6 @@ def cmd_exactness(args) -> None:
 
 
 def cmd_model_card(args) -> None:
-    from specviz.model_card import render_card
-
     text = render_card()
     with open(args.out, "w") as f:
         f.write(text)

@@ -69,10 +69,8 @@ def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
     gen = Generation(
         target, prompt, Settings(drafter=drafter, k=5, temperature=1.0, max_new_tokens=60, seed=3), tiny.model
     )
-    B = target.config.block_size
     while not gen.done:
         record = gen.step()
-        s = window_start(len(gen.tokens), B)
         kept = gen.tokens[record.window_start : -1]
         assert gen.target.cached == kept
         _, fresh = target.model(torch.tensor([kept]), torch.arange(len(kept)))
@@ -81,7 +79,6 @@ def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
             assert (k1 - k2).abs().max() < 1e-9 and (v1 - v2).abs().max() < 1e-9
         assert record.kv_after_trim == record.kv_before + 1 + record.n_accepted
         assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens)
-        del s
     assert any(r.reprefill for r in gen.trace.rounds[1:])
 
 

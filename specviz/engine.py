@@ -17,7 +17,7 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, Drafter, make_drafter
-from specviz.drafters.trie import tree_mask
+from specviz.drafters.base import tree_mask
 from specviz.record import PositionRecord, RoundRecord, Trace
 from specviz.sampling import probs_from_logits
 from specviz.verify import VARIANTS, verify, verify_nasd_seed

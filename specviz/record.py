@@ -81,17 +81,19 @@ class Trace:
         return "".join(self.vocab[t] for t in self.tokens)
 
     def summary(self) -> dict:
-        """Headline figures. target_forwards counts verification passes (not the prefill)."""
+        """Headline figures. target_forwards counts verification passes (not the prefill);
+        acceptance_rate = accepted / tried, over the drafted tokens the target actually checked."""
         forwards = len(self.rounds)
-        drafted = sum(len(r.positions) for r in self.rounds if r.draft_tokens)
+        drafted = sum(len(r.draft_tokens) for r in self.rounds)
+        tried = sum(len(r.positions) for r in self.rounds)  # a chain stops at its first rejection
         accepted = sum(r.n_accepted for r in self.rounds)
-        tried = sum(1 for r in self.rounds for p in r.positions)
         return {
             "tokens": len(self.tokens),
             "target_forwards": forwards,
             "mean_accepted": len(self.tokens) / forwards if forwards else 0.0,
             "acceptance_rate": accepted / tried if tried else 0.0,
             "drafted": drafted,
+            "tried": tried,
             "accepted": accepted,
             "reprefills": sum(r.reprefill for r in self.rounds),
         }

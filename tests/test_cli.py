@@ -91,4 +91,6 @@ def test_exactness_json(capsys):
     data = json.loads(out)
     assert code == 0 and data["samples"] == 200
     assert 0 <= data["p_value"] <= 1 and 0 <= data["tv_distance"] <= 1 and data["dof"] >= 1
-    assert abs(sum(r["expected"] for r in data["top"])) <= 1
+    expected = [r["expected"] for r in data["top"]]
+    assert len(expected) == 10 and expected == sorted(expected, reverse=True) and expected[-1] > 0
+    assert all(abs(r["observed"] * 200 - round(r["observed"] * 200)) < 1e-9 for r in data["top"])

@@ -105,6 +105,14 @@ def test_record_frames_and_json(target):
     assert len(rounds) == len(trace.rounds) and rounds["emitted"].sum() == 30
     assert len(positions) == sum(len(r.positions) for r in trace.rounds)
     assert positions["accepted"].sum() == sum(r.n_accepted for r in trace.rounds)
+    summary = trace.summary()
+    # K = 4 each round, cut to what is left to generate in the last ones: never an overshoot
+    assert [len(r.draft_tokens) for r in trace.rounds] == [
+        min(4, 30 - (r.context_len - len(prompt)) - 1) for r in trace.rounds
+    ]
+    assert summary["drafted"] == sum(len(r.draft_tokens) for r in trace.rounds)
+    assert summary["accepted"] <= summary["tried"] <= summary["drafted"]
+    assert summary["acceptance_rate"] == summary["accepted"] / summary["tried"]
     r0 = trace.rounds[0]
     assert len(r0.positions[0].p) == len(r0.positions[0].q) == 65
     assert r0.draft_notes["positions"][0]["row"] in ("trigram", "bigram")

@@ -3,7 +3,8 @@ import random
 
 import torch
 
-from specviz.drafters.trie import NGramTrie, TrieDrafter, tree_mask
+from specviz.drafters.base import tree_mask
+from specviz.drafters.trie import NGramTrie, TrieDrafter
 
 # The setting of the paper's Figure 1: n = 6, L_p = 3.
 TOKENS = [1, 2, 3, 4, 5, 6, 1, 2, 3, 7]

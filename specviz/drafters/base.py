@@ -37,6 +37,18 @@ class Draft:
         return self.parents == list(range(-1, len(self.tokens) - 1))
 
 
+def tree_mask(parents: list[int]) -> torch.Tensor:
+    """Tree attention mask for a depth-first tree: index 0 is the root (last context token), i + 1
+    is node i. mask[i, j] is True iff j is i or one of its ancestors. -> (N+1, N+1) bool"""
+    mask = torch.eye(len(parents) + 1, dtype=torch.bool)  # (N+1, N+1)
+    mask[:, 0] = True  # everyone sees the root
+    for i, p in enumerate(parents):
+        assert p < i, "parents must come before children"
+        if p >= 0:
+            mask[i + 1] |= mask[p + 1]  # the parent's row already holds all its ancestors
+    return mask
+
+
 def chain(tokens: list[int], q: torch.Tensor | None = None, notes: dict | None = None) -> Draft:
     return Draft(list(tokens), list(range(-1, len(tokens) - 1)), q, notes or {})
 

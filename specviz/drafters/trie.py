@@ -10,7 +10,7 @@ appeared together in the prompt.
 Draft: walk the last L_p tokens of the context from the root, dropping the first token until the
 chain exists (backoff). The subtree below the matched node holds the continuations seen in the
 prompt; keep its num_draft most frequent nodes (at most k deep) and flatten them depth first,
-ready for tree attention (see tree_mask).
+ready for tree attention (see base.tree_mask).
 """
 
 import heapq
@@ -121,18 +121,6 @@ class NGramTrie:
             }
             for i in range(len(self))
         ]
-
-
-def tree_mask(parents: list[int]) -> torch.Tensor:
-    """Tree attention mask for a depth-first tree: index 0 is the root (last context token), i + 1
-    is node i. mask[i, j] is True iff j is i or one of its ancestors. -> (N+1, N+1) bool"""
-    mask = torch.eye(len(parents) + 1, dtype=torch.bool)  # (N+1, N+1)
-    mask[:, 0] = True  # everyone sees the root
-    for i, p in enumerate(parents):
-        assert p < i, "parents must come before children"
-        if p >= 0:
-            mask[i + 1] |= mask[p + 1]  # the parent's row already holds all its ancestors
-    return mask
 
 
 class TrieDrafter(Drafter):

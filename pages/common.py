@@ -1,8 +1,25 @@
-"""What every page shares: the checkpoints, loaded once per server process and never mutated."""
+"""What every page shares: the page setup and the checkpoints, loaded once per server process
+and never mutated."""
 
 import streamlit as st
+from streamlit import config
+from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
+
+
+def page_setup() -> None:
+    """Call first in every page.
+
+    Streamlit treats a folder named pages/ beside the entry script as its legacy multipage
+    layout until the router has run once in the server process: a shared link that opens a page
+    first would run that page without app.py and list every file in pages/. Rerunning hands
+    the request to the router, for good. (AppTest resets the flag before every run and routes
+    through app.py itself, so it is left alone there.)"""
+    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+    st.set_page_config(layout="wide")
 
 
 @st.cache_resource(show_spinner="Loading the models...")

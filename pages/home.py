@@ -3,11 +3,12 @@
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
-from pages.common import models_or_stop
+from pages.common import models_or_stop, page_setup
 from specviz.engine import Generation, Settings
 
 
 def render() -> None:
+    page_setup()
     st.title("specviz")
     st.markdown(
         "Speculative decoding, step by step, on a real character-level GPT trained on Tiny Shakespeare: "

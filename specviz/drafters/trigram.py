@@ -29,7 +29,8 @@ class TrigramDrafter(Drafter):
         evidence = int(self.context_counts[a, b])
         if evidence < self.min_context_count:
             row, note = self.bigram.next_dist(seq)
-            return row, {**note, "fallback": f"context seen {evidence} < {self.min_context_count} times"}
+            fallback = f"context seen {evidence} < {self.min_context_count} times"
+            return row, {**note, "fallback": fallback, "trigram_context": [a, b], "trigram_evidence": evidence}
         return self.table[a, b], {"row": "trigram", "context": [a, b], "evidence": evidence}
 
     def draft(self, context, k, temperature, gen):

@@ -1,0 +1,160 @@
+"""The sidebar every page shares, and the run it defines.
+
+The run's settings live in three places that must agree: the widgets (keys ``ctl_*``), the
+last valid ``RunSpec`` (``st.session_state.spec``), and the URL query string, which is written
+from the spec on every run so a shared link opens the same run. Widget values are re-seeded
+from the spec when Streamlit drops them (it does on a page switch), so every page shows the same
+settings.
+"""
+
+import streamlit as st
+
+from models.tokenizer import UnknownCharactersError
+from pages.common import models_or_stop
+from specviz.drafters import DRAFTERS
+from specviz.engine import Session, Settings
+from specviz.presets import APP_PRESETS, preset
+from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
+from specviz.verify import VARIANTS
+
+FREE_TEXT = "Free text"
+
+HELP = {
+    "drafter": "Who proposes the K characters the target checks in one pass. 'none' is plain decoding.",
+    "k": "Draft length: characters proposed per round (the depth limit for trees).",
+    "temperature": "Target and draft temperature. 0 = greedy: accept exactly the target's argmax.",
+    "min_context_count": "Trigram: fall back to the bigram row when the two-character context was seen fewer "
+    "times than this in training.",
+    "seed": "Same seed and settings, same run.",
+    "max_new_tokens": "Characters to generate.",
+    "verification": "lossless: accept with min(1, p/q), resample from the residual. nasd-seed: seed 004's "
+    "rule, which is biased (see the Exactness lab).",
+    "trie_n": "Trie: n-gram length stored from the prompt.",
+    "trie_prefix_len": "Trie: L_p, the length of the context suffix matched against the trie.",
+    "trie_num_draft": "Trie: the most nodes in the pruned draft tree.",
+    "nasd_n": "NASD: context length n of the adaptive storage (n-1 tokens predict the next).",
+    "nasd_filler_top_k": "NASD: the target's top-k tokens added to the storage after each round.",
+    "nasd_stop_if_unknown": "NASD: stop drafting at an unseen context instead of filling with the commonest token.",
+    "lookup_max_ngram": "Prompt lookup: the longest n-gram of the context searched for in the prompt (its window).",
+    "lookup_min_ngram": "Prompt lookup: the shortest n-gram tried before giving up.",
+}
+
+
+def _number(name: str, label: str, step=1):
+    lo, hi = APP_LIMITS[name]
+    return st.number_input(label, lo, hi, step=step, key=f"ctl_{name}", help=HELP[name])
+
+
+def _on_preset() -> None:
+    name = st.session_state.ctl_preset
+    if name != FREE_TEXT:
+        st.session_state.ctl_prompt = preset(name).text
+
+
+def _seed_widgets(spec: RunSpec) -> None:
+    for name, value in vars(spec.settings).items():
+        st.session_state.setdefault(f"ctl_{name}", value)
+    st.session_state.setdefault("ctl_prompt", spec.prompt)
+    names = [p.name for p in APP_PRESETS]
+    st.session_state.setdefault("ctl_preset", spec.preset if spec.preset in names else FREE_TEXT)
+
+
+def sidebar() -> RunSpec:
+    """Render the shared controls; returns the run they describe (not yet validated)."""
+    if "spec" not in st.session_state:  # a new browser session: start from the link
+        spec, problems = from_query(st.query_params.to_dict())
+        st.session_state.spec, st.session_state.query_problems = spec, problems
+    _seed_widgets(st.session_state.spec)
+    with st.sidebar:
+        for problem in st.session_state.pop("query_problems", []):
+            st.warning(f"Link: {problem}")
+        st.selectbox("Prompt", [FREE_TEXT] + [p.name for p in APP_PRESETS], key="ctl_preset", on_change=_on_preset,
+                     help="Presets that show different behaviour; edit the text freely.")  # fmt: skip
+        st.text_area("Prompt text", key="ctl_prompt", height=110, label_visibility="collapsed")
+        st.selectbox("Drafter", DRAFTERS, key="ctl_drafter", help=HELP["drafter"])
+        st.slider("K (draft length)", *APP_LIMITS["k"], key="ctl_k", help=HELP["k"])
+        st.slider("Temperature", *APP_LIMITS["temperature"], step=0.05, key="ctl_temperature", help=HELP["temperature"])
+        c1, c2 = st.columns(2)
+        with c1:
+            _number("max_new_tokens", "Max new tokens", 10)
+        with c2:
+            _number("seed", "Seed")
+        st.slider("min_context_count", *APP_LIMITS["min_context_count"], key="ctl_min_context_count",
+                  help=HELP["min_context_count"])  # fmt: skip
+        st.selectbox("Verification", VARIANTS, key="ctl_verification", help=HELP["verification"])
+        with st.expander("Drafter knobs"):
+            _number("trie_n", "Trie n")
+            _number("trie_prefix_len", "Trie L_p")
+            _number("trie_num_draft", "Trie num_draft")
+            _number("nasd_n", "NASD n")
+            _number("nasd_filler_top_k", "NASD filler_top_k")
+            st.checkbox("NASD stop_if_unknown", key="ctl_nasd_stop_if_unknown", help=HELP["nasd_stop_if_unknown"])
+            _number("lookup_max_ngram", "Prompt-lookup window (max n-gram)")
+            _number("lookup_min_ngram", "Prompt-lookup min n-gram")
+    settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
+    text = st.session_state.ctl_prompt
+    chosen = st.session_state.ctl_preset
+    return RunSpec(settings, text, chosen if chosen != FREE_TEXT and preset(chosen).text == text else None)
+
+
+def _drop_characters(bad: list[str]) -> None:
+    st.session_state.ctl_prompt = "".join(c for c in st.session_state.ctl_prompt if c not in bad)
+    st.session_state.ctl_preset = FREE_TEXT
+
+
+def _run_key(spec: RunSpec) -> tuple:
+    return tuple(sorted(vars(spec.settings).items())) + (spec.prompt,)
+
+
+def checked_prompt(spec: RunSpec, tokenizer) -> list[int] | None:
+    """The prompt's ids when the spec is valid; otherwise None, after saying what is wrong."""
+    try:
+        spec.settings.check()
+        if not spec.prompt:
+            raise ValueError("The prompt is empty: type a few characters, or pick a preset.")
+        return tokenizer.encode(spec.prompt)
+    except UnknownCharactersError as e:
+        st.error(f"The prompt has {e}. The model only knows Tiny Shakespeare's 65 characters.")
+        st.button("Drop them from the prompt", on_click=_drop_characters, args=(e.chars,), key="drop_chars")
+    except ValueError as e:
+        st.error(str(e))
+    return None
+
+
+def valid_spec(target) -> tuple[RunSpec, list[int]] | None:
+    """For pages that compute their own runs from the sidebar (no Session): the sidebar's spec
+    and prompt ids when valid, which then become the app's run (so other pages show the same
+    settings); otherwise None, after a message."""
+    spec = sidebar()
+    ids = checked_prompt(spec, target.tokenizer)
+    if ids is not None:
+        st.session_state.spec = spec
+    st.query_params.from_dict(to_query(st.session_state.spec))
+    return None if ids is None else (spec, ids)
+
+
+def active_session() -> Session | None:
+    """The sidebar's run, restarted from the prompt whenever a setting changes.
+
+    Bad input gets a message in the page and the previous run stays on screen: only a spec
+    that made a Session replaces the one shown."""
+    target, tiny = models_or_stop()
+    spec = sidebar()
+    ids = checked_prompt(spec, target.tokenizer)
+    if ids is not None:
+        key = _run_key(spec)
+        if st.session_state.get("run_key") != key:
+            try:
+                session = Session(target, ids, spec.settings, tiny.model)
+            except (ValueError, RuntimeError) as e:
+                st.error(f"The run could not start: {e}")
+            else:
+                st.session_state.run, st.session_state.run_key, st.session_state.spec = session, key, spec
+                st.session_state.scrub = 0
+        B = target.config.block_size
+        if len(ids) > B:
+            st.info(f"The prompt has {len(ids):,} characters and the model sees at most {B} at a time: the target "
+                    f"reads the last {B // 2}–{B} characters (the window moves half a block at a time, and the cache "
+                    f"is re-prefilled when it does). Drafters that read the prompt still use all of it.")  # fmt: skip
+    st.query_params.from_dict(to_query(st.session_state.spec))
+    return st.session_state.get("run")

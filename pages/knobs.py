@@ -1,0 +1,40 @@
+"""What the drafter pages (trie, NASD) share: a note and a button when the sidebar runs another
+drafter, and on-page sliders for the drafter's knobs.
+
+A widget key can be used once per run and the sidebar already owns ``ctl_<name>``, so an on-page
+slider has its own key, is re-seeded from the sidebar's value on every run, and copies its value
+back in a callback. Callbacks run before the script, so the sidebar and the run (active_session
+restarts it when a setting changes) both see the new value in the same rerun.
+"""
+
+import streamlit as st
+
+from specviz.engine import Session
+from specviz.query import APP_LIMITS
+
+
+def _use(name: str, value) -> None:
+    st.session_state[f"ctl_{name}"] = value
+
+
+def _copy(name: str) -> None:
+    _use(name, st.session_state[f"knob_{name}"])
+
+
+def drafter_gate(session: Session, drafter: str, what: str) -> bool:
+    """True when the run uses ``drafter``; otherwise explain, offer the switch, and return False."""
+    current = session.generation.settings.drafter
+    if current == drafter:
+        return True
+    st.info(f"This page shows {what}, which only the **{drafter}** drafter has. The sidebar's drafter is "
+            f"**{current}**.")  # fmt: skip
+    st.button(f"Switch the drafter to {drafter}", on_click=_use, args=("drafter", drafter), type="primary",
+              key=f"switch_to_{drafter}")  # fmt: skip
+    return False
+
+
+def knob(name: str, label: str, help: str) -> None:
+    """A slider bound to the sidebar's setting ``name``; moving it restarts the run."""
+    st.session_state[f"knob_{name}"] = st.session_state[f"ctl_{name}"]
+    lo, hi = APP_LIMITS[name]
+    st.slider(label, lo, hi, key=f"knob_{name}", on_change=_copy, args=(name,), help=help)

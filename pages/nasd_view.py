@@ -1,0 +1,70 @@
+"""What the NASD page draws for the round under the cursor: how the round's draft was looked up,
+what the round taught the storage, and the storage's growth and drafts over the rounds so far.
+Every figure comes from specviz.charts.nasd."""
+
+import pandas as pd
+import streamlit as st
+
+from pages.round_view import chart
+from specviz.charts import label
+from specviz.charts import nasd as charts
+from specviz.engine import Session
+from specviz.record import RoundRecord
+from specviz.text_view import text_html
+
+
+def _headline(r: RoundRecord, vocab: str, state: dict) -> str:
+    drafted = "".join(label(vocab, t) for t in r.draft_tokens)
+    draft = f"drafted {drafted!r}" if drafted else "drafted nothing"
+    if r.draft_notes.get("stopped_unknown"):
+        draft += " (stopped at an unknown context)"
+    added = r.drafter_update.get("added", [])
+    new = sum(e != "count + 1" for e in state["effects"])
+    return (f"Round {r.index}: {draft}; accepted {r.n_accepted}. The storage learned {len(added)} counts "
+            f"({new} new entries) → {state['contexts']} contexts, {sum(state['entries'].values())} entries.")  # fmt: skip
+
+
+def _storage_frame(drafter, vocab: str) -> pd.DataFrame:
+    rows = drafter.rows()
+    return pd.DataFrame(
+        [{"context": "".join(label(vocab, t) for t in row["context"]),
+          "next tokens (count)": ", ".join(f"{label(vocab, t)} ({c})" for t, c in row["counts"])} for row in rows],  # fmt: skip
+        columns=["context", "next tokens (count)"],
+    )
+
+
+def nasd_view(session: Session) -> None:
+    gen, r, cursor = session.generation, session.current, session.cursor
+    s, vocab, trace = gen.settings, gen.trace.vocab, gen.trace
+    states = charts.storage_growth(gen.drafter.rows(), session.rounds)[: cursor + 1]
+    if r is None:
+        st.info(f"Round 0: the storage holds every {s.nasd_n}-gram of the prompt: {states[0]['contexts']} contexts "
+                f"of {s.nasd_n - 1} characters, {sum(states[0]['entries'].values())} (context → next character) "
+                "entries. Press **Next** to draft from it.")  # fmt: skip
+    else:
+        st.subheader(_headline(r, vocab, states[-1]))
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        st.html(text_html(trace, cursor))
+        st.caption(f"n = {s.nasd_n}: the last {s.nasd_n - 1} characters are the context. filler_top_k = "
+                   f"{s.nasd_filler_top_k}: after each round the storage counts the emitted characters"
+                   + (f" and the target's other top {s.nasd_filler_top_k} characters." if s.nasd_filler_top_k > 1
+                      else " only (raise filler_top_k to add the target's top alternatives too).")
+                   + (" An unknown context ends the draft." if s.nasd_stop_if_unknown
+                      else " An unknown context is bridged with the commonest character."))  # fmt: skip
+    with right:
+        chart(charts.growth_figure(states, r.index if r is not None else None), "nasd_growth")
+    if r is not None:
+        c = st.columns(2, gap="large")
+        with c[0]:
+            st.markdown("**How the draft was made** (one storage lookup per drafted character)")
+            st.dataframe(charts.lookups_frame(r, vocab), hide_index=True)
+        with c[1]:
+            st.markdown("**What the storage learned after the round**")
+            st.dataframe(charts.added_frame(r, states[-1]["effects"], vocab), hide_index=True)
+        rounds = session.rounds[:cursor]
+        chart(charts.drafts_figure(rounds, r.index), "nasd_drafts")
+        with st.expander("Every draft so far"):
+            st.dataframe(charts.drafts_frame(rounds, vocab), hide_index=True)
+    with st.expander(f"The storage after the newest computed round ({len(session.rounds)})"):
+        st.dataframe(_storage_frame(gen.drafter, vocab), hide_index=True)

@@ -1,0 +1,91 @@
+"""The round navigator shared by the step-through pages: previous, next, play/pause, scrub, run
+to the end, reset. Every button acts through a callback on the user's Session before the page
+renders, so the page always draws the state the click produced. Going back never recomputes:
+the Session keeps every round it computed.
+
+Autoplay runs the view in a fragment that reruns itself every ``delay`` seconds and steps once
+per rerun; only the fragment redraws, and it turns itself off at the end of the run.
+"""
+
+import time
+
+import streamlit as st
+
+from specviz.engine import Session
+
+SPEEDS = {"slow (2 s)": 2.0, "medium (1 s)": 1.0, "fast (0.4 s)": 0.4}
+
+
+def _act(action: str) -> None:
+    session: Session = st.session_state.run
+    try:
+        if action == "next":
+            session.forward()
+        elif action == "back":
+            session.back()
+        elif action == "reset":
+            session.seek(0)
+        elif action == "end":
+            session.run_to_end()
+        elif action == "scrub":
+            session.seek(st.session_state.scrub)
+    except (ValueError, RuntimeError) as e:  # an engine error: say so, keep what is on screen
+        st.session_state.engine_error = str(e)
+
+
+def _toggle_play() -> None:
+    st.session_state.playing = not st.session_state.get("playing", False)
+
+
+def navigator(session: Session, view) -> None:
+    """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer."""
+    c = st.columns([1, 1, 1, 1, 1, 2])
+    c[0].button(
+        "Reset",
+        icon=":material/first_page:",
+        on_click=_act,
+        args=("reset",),
+        key="nav_reset",
+        help="Back to the prompt (kept rounds stay).",
+    )
+    c[1].button(
+        "Previous",
+        icon=":material/chevron_left:",
+        on_click=_act,
+        args=("back",),
+        key="nav_back",
+        disabled=session.cursor == 0,
+    )
+    c[2].button("Next", icon=":material/chevron_right:", on_click=_act, args=("next",), key="nav_next", type="primary", disabled=session.at_end,
+                help="Show the next round; computes it if it is new.")  # fmt: skip
+    c[3].button(
+        "To the end", icon=":material/last_page:", on_click=_act, args=("end",), key="nav_end", disabled=session.at_end
+    )
+    playing = st.session_state.get("playing", False) and not session.at_end
+    c[4].button(
+        "Pause" if playing else "Play",
+        icon=":material/pause:" if playing else ":material/play_arrow:",
+        on_click=_toggle_play,
+        key="nav_play",
+        disabled=session.at_end,
+    )
+    c[5].selectbox("Speed", list(SPEEDS), index=1, key="nav_speed", label_visibility="collapsed")
+    delay = SPEEDS[st.session_state.nav_speed]
+
+    @st.fragment(run_every=delay if playing else None)
+    def frame():
+        if st.session_state.get("playing") and time.monotonic() - st.session_state.get("last_play", 0.0) >= delay * 0.9:
+            st.session_state.last_play = time.monotonic()
+            _act("next")
+            if session.at_end:
+                st.session_state.playing = False
+                st.rerun()  # the whole page, so the timer stops and the buttons update
+        if n := len(session.rounds):
+            st.session_state.scrub = session.cursor
+            st.slider("Round (scrub through the rounds computed so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
+                      on_change=_act, args=("scrub",))  # fmt: skip
+        if error := st.session_state.pop("engine_error", None):
+            st.error(f"The engine stopped: {error}. The rounds so far are kept.")
+        view(session)
+
+    frame()

@@ -1,0 +1,93 @@
+"""What the step-through page draws for the round under the cursor: the text beside the round's
+charts, then the KV cache, the running totals and the export buttons. Every figure comes from
+specviz.charts; this file only lays them out."""
+
+import streamlit as st
+
+from specviz import charts
+from specviz.engine import Session
+from specviz.record import RoundRecord
+from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
+from specviz.text_view import text_html
+
+PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def chart(fig, key: str) -> None:
+    st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
+
+
+def totals(session: Session) -> None:
+    rounds = session.rounds[: session.cursor]
+    t = running_totals(rounds, session.generation.settings.k)
+    c = st.columns(3)
+    c[0].metric("Rounds", t["rounds"], help=DEFINITIONS["rounds"])
+    c[1].metric("Tokens/forward", f"{t['tokens_per_forward']:.2f}", help=DEFINITIONS["tokens_per_forward"])
+    c[2].metric("α (accepted)", f"{t['acceptance_rate']:.1%}", help=DEFINITIONS["acceptance_rate"])
+    c = st.columns(3)
+    c[0].metric("Characters", t["tokens"], help=DEFINITIONS["tokens"])
+    c[1].metric("Expected/round", f"{t['expected_per_round']:.2f}", help=DEFINITIONS["expected_per_round"])
+    c[2].metric("Measured/round", f"{t['tokens_per_forward']:.2f}", help="Characters emitted per round so far.")
+    st.caption(f"{t['accepted']} of {t['tried']} checked draft characters accepted; "
+               f"{t['reprefills']} context-window re-prefills.")  # fmt: skip
+    if rounds:
+        chart(charts.acceptance_chart(acceptance_by_position(rounds)), "acceptance")
+
+
+def current_round(r: RoundRecord, session: Session) -> None:
+    vocab, settings = session.generation.trace.vocab, session.generation.settings
+    verdict = f"{r.n_accepted} of {len(r.draft_tokens)} drafted accepted, " + (
+        f"correction {charts.label(vocab, r.correction)!r}" if r.correction is not None
+        else f"bonus {charts.label(vocab, r.bonus)!r}"
+    )  # fmt: skip
+    st.subheader(f"Round {r.index}: {verdict}")
+    if not r.draft_tokens:
+        st.info(
+            "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
+        )
+    else:
+        st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
+        tabs = st.tabs([f"depth {p.depth}: {charts.label(vocab, p.token)!r}" for p in r.positions])
+        for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
+            with tab:
+                chart(charts.pq_bars(pos, vocab), f"pq_{i}")
+    if r.residual is not None:
+        chart(charts.residual_bars(r, vocab), "residual")
+    if r.bonus_p is not None:
+        chart(charts.bonus_bars(r, vocab), "bonus")
+    frame = charts.trigram_frame(r, vocab, settings.min_context_count)
+    if not frame.empty:
+        st.markdown("**Trigram rows used** (fallback to the bigram row when the context's evidence is below "
+                    f"min_context_count = {settings.min_context_count})")  # fmt: skip
+        st.dataframe(frame, hide_index=True)
+
+
+def export(session: Session) -> None:
+    trace = session.generation.trace
+    c = st.columns(2)
+    # Deferred data: the trace is serialised only when the button is clicked.
+    c[0].download_button("Download the trace (JSON)", data=trace.to_json, file_name="specviz-trace.json",
+                         mime="application/json", on_click="ignore", key="export_json")  # fmt: skip
+    c[1].download_button("Download the verified positions (CSV)", data=lambda: trace.positions_frame().to_csv(index=False),
+                         file_name="specviz-positions.csv", mime="text/csv", on_click="ignore", key="export_csv")  # fmt: skip
+
+
+def round_view(session: Session) -> None:
+    trace, r = session.generation.trace, session.current
+    left, right = st.columns([2, 3], gap="large")
+    with left:
+        st.html(text_html(trace, session.cursor))
+        totals(session)
+    with right:
+        if r is None:
+            st.info("Round 0: only the prompt so far. Press **Next** to run the first round.")
+        else:
+            current_round(r, session)
+    if r is not None:
+        st.subheader("KV cache")
+        c = st.columns(2)
+        with c[0]:
+            chart(charts.kv_ledger(r), "kv_ledger")
+        with c[1]:
+            chart(charts.kv_timeline(session.rounds[: session.cursor], r.index), "kv_timeline")
+    export(session)

@@ -1,0 +1,90 @@
+"""The verification of one round, position by position: what was drafted (q), what the target
+wanted (p), the overlap min(p, q) that is accepted, and what is drawn when it is not."""
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from specviz.record import PositionRecord, RoundRecord
+
+P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#2563eb", "#f59e0b", "rgba(16,185,129,0.35)", "#dc2626"
+
+
+def label(vocab: str, token: int) -> str:
+    """A character as a readable axis label: newline and space get visible glyphs."""
+    return {"\n": "\u21b5", " ": "\u2423"}.get(vocab[token], vocab[token])
+
+
+def _top(vectors: list[list[float]], must: list[int], top: int) -> list[int]:
+    """Token ids to show: the ``must`` ones, then the largest under any of the vectors."""
+    best = sorted(range(len(vectors[0])), key=lambda t: -max(v[t] for v in vectors))
+    ids = list(dict.fromkeys([t for t in must if t is not None] + best))[:top]
+    return sorted(ids, key=lambda t: -vectors[0][t])
+
+
+def _layout(fig: go.Figure, title: str) -> go.Figure:
+    fig.update_layout(title=title, height=300, margin=dict(l=40, r=10, t=50, b=30), barmode="overlay",
+                      legend=dict(orientation="h", y=-0.15), yaxis_title="probability")  # fmt: skip
+    return fig
+
+
+def pq_bars(pos: PositionRecord, vocab: str, top: int = 12) -> go.Figure:
+    """p and q side by side over the top tokens, min(p, q) shaded behind them, the candidate
+    marked, and alpha = sum over the WHOLE vocabulary of min(p, q) in the title."""
+    ids = _top([pos.p, pos.q], [pos.token], top)
+    x = [label(vocab, t) for t in ids]
+    overlap = [min(pos.p[t], pos.q[t]) for t in ids]
+    alpha = sum(min(a, b) for a, b in zip(pos.p, pos.q, strict=True))
+    fig = go.Figure()
+    fig.add_bar(x=x, y=[pos.p[t] for t in ids], name="p (target)", marker_color=P_COLOUR, width=0.4, offset=-0.42)
+    fig.add_bar(x=x, y=[pos.q[t] for t in ids], name="q (draft)", marker_color=Q_COLOUR, width=0.4, offset=0.02)
+    # Drawn last, hatched and see-through: the accepted mass shows across both bars.
+    fig.add_bar(x=x, y=overlap, name="min(p, q)", width=0.9, offset=-0.45, marker=dict(color=MIN_COLOUR,
+                pattern=dict(shape="x", fgcolor="#065f46"), line=dict(color="#065f46", width=1)))  # fmt: skip
+    verdict = "accepted" if pos.accepted else "rejected"
+    u = "" if pos.u is None else f", u={pos.u:.3f}"
+    fig.add_annotation(x=label(vocab, pos.token), y=max(pos.p[pos.token], pos.q[pos.token]), text=f"candidate, {verdict}",
+                       showarrow=True, arrowhead=2, ay=-30)  # fmt: skip
+    title = (f"Depth {pos.depth}: candidate {label(vocab, pos.token)!r}  p/q={pos.ratio:.3f}{u}<br>"
+             f"<sub>acceptance probability Σ min(p, q) = {alpha:.3f}</sub>")  # fmt: skip
+    return _layout(fig, title)
+
+
+def _draw_bars(dist: list[float], drawn: int, vocab: str, name: str, title: str, top: int) -> go.Figure:
+    ids = _top([dist], [drawn], top)
+    fig = go.Figure()
+    colours = [DRAW_COLOUR if t == drawn else P_COLOUR for t in ids]
+    fig.add_bar(x=[label(vocab, t) for t in ids], y=[dist[t] for t in ids], name=name, marker_color=colours)
+    fig.add_annotation(x=label(vocab, drawn), y=dist[drawn], text="drawn", showarrow=True, arrowhead=2, ay=-30)
+    return _layout(fig, title)
+
+
+def residual_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
+    """After a rejection: norm(max(0, p - q)), and the correction drawn from it."""
+    return _draw_bars(r.residual, r.correction, vocab, "norm(max(0, p − q))",
+                      f"Residual: the correction {label(vocab, r.correction)!r} is drawn from norm(max(0, p − q))", top)  # fmt: skip
+
+
+def bonus_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
+    """After a fully accepted draft: the target's next distribution, and the bonus drawn from it."""
+    return _draw_bars(r.bonus_p, r.bonus, vocab, "p (target)",
+                      f"Bonus: every draft accepted, so {label(vocab, r.bonus)!r} is drawn from p for free", top)  # fmt: skip
+
+
+def candidate_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+    """One row per drafted token the target checked, in the order it checked them."""
+    return pd.DataFrame(
+        [
+            {
+                "depth": p.depth,
+                "token": label(vocab, p.token),
+                "q(x)": p.q_x,
+                "p(x)": p.p_x,
+                "p/q": p.ratio,
+                "min(1, p/q)": p.accept_prob,
+                "u": p.u,
+                "result": "accepted" if p.accepted else "rejected",
+            }  # fmt: skip
+            for p in r.positions
+        ],
+        columns=["depth", "token", "q(x)", "p(x)", "p/q", "min(1, p/q)", "u", "result"],
+    )

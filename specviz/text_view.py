@@ -1,0 +1,81 @@
+"""The generated text as HTML, every character marked by where it came from.
+
+    prompt      grey, no mark
+    accepted    a drafted token the target accepted: green, solid underline
+    correction  drawn from the residual after a rejection: orange, dashed box
+    bonus       drawn from p after a fully accepted draft: blue, double underline
+    rejected    the current round's rejected candidates: red, struck through
+    unchecked   drafted after a rejection, never looked at: grey, struck through
+
+Colour is never the only cue (each kind has its own line style), and every emitted character
+has a tooltip with p, q and its round. Every character goes through html.escape: a prompt
+containing markup shows as text.
+"""
+
+import html
+
+from specviz.record import RoundRecord, Trace
+
+STYLE = """<style>
+.sv-text { font-family: ui-monospace, monospace; white-space: pre-wrap; line-height: 1.9; font-size: 15px; }
+.sv-text span { padding: 0 1px; }
+.sv-prompt { color: #6b7280; }
+.sv-accepted { background: #d1fae5; text-decoration: underline solid #047857 2px; }
+.sv-correction { background: #ffedd5; border: 1px dashed #c2410c; }
+.sv-bonus { background: #dbeafe; text-decoration: underline double #1d4ed8; }
+.sv-rejected { background: #fee2e2; color: #b91c1c; text-decoration: line-through 2px; }
+.sv-unchecked { color: #9ca3af; text-decoration: line-through; }
+.sv-now { font-weight: 700; }
+.sv-legend span { margin-right: 0.8em; }
+</style>"""
+
+LEGEND = (
+    '<div class="sv-text sv-legend"><span class="sv-prompt">prompt</span>'
+    '<span class="sv-accepted">accepted draft</span><span class="sv-correction">correction (residual)</span>'
+    '<span class="sv-bonus">bonus</span><span class="sv-rejected">rejected</span>'
+    '<span class="sv-unchecked">never checked</span> <b>bold</b> = this round</div>'
+)
+
+
+def _glyph(ch: str) -> str:
+    # A newline gets a visible mark, so an accepted or rejected newline can be seen and hovered.
+    return "\u21b5\n" if ch == "\n" else ch
+
+
+def _span(kind: str, ch: str, title: str, now: bool = False) -> str:
+    cls = f"sv-{kind}" + (" sv-now" if now else "")
+    return f'<span class="{cls}" title="{html.escape(title)}">{html.escape(_glyph(ch))}</span>'
+
+
+def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
+    """The round's characters in order; the current round also shows what it threw away."""
+    tried = {p.node: p for p in r.positions}
+    out = []
+    for node, tok in zip(r.accepted_path, r.emitted, strict=False):
+        p = tried[node]
+        out.append(_span("accepted", vocab[tok], f"round {r.index}: accepted draft, p={p.p_x:.3f} q={p.q_x:.3f}", now))
+    if now:
+        for p in r.positions:
+            if not p.accepted:
+                title = f"round {r.index}: rejected, p={p.p_x:.3f} q={p.q_x:.3f} u={p.u}"
+                out.append(_span("rejected", vocab[p.token], title, True))
+        depth = len(r.accepted_path)
+        if r.correction is not None and r.tree_mask is None:  # a chain: the rest of the draft
+            for tok in r.draft_tokens[depth + 1 :]:
+                out.append(_span("unchecked", vocab[tok], f"round {r.index}: drafted after a rejection, never checked"))
+    last = r.emitted[-1]
+    if r.correction is not None:
+        title = f"round {r.index}: correction drawn from the residual, residual(x)={r.residual[last]:.3f}"
+        out.append(_span("correction", vocab[last], title, now))
+    else:
+        out.append(_span("bonus", vocab[last], f"round {r.index}: bonus token, p={r.bonus_p[last]:.3f}", now))
+    return out
+
+
+def text_html(trace: Trace, cursor: int) -> str:
+    """The prompt and the first ``cursor`` rounds; round ``cursor`` is the current one."""
+    vocab = trace.vocab
+    parts = [_span("prompt", vocab[t], "prompt") for t in trace.prompt]
+    for r in trace.rounds[:cursor]:
+        parts += round_spans(r, vocab, now=r.index == cursor - 1)
+    return f'{STYLE}{LEGEND}<div class="sv-text">{"".join(parts)}</div>'

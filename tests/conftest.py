@@ -1,0 +1,79 @@
+"""Shared fixtures for the real-browser tests: one `streamlit run app.py` per test session on a
+free local port, and a Playwright page in Debian's chromium (/usr/bin/chromium).
+
+The browser tests fail (they do not skip) when chromium or playwright is missing: .ci/run
+installs chromium with apt-get, and playwright is in requirements-dev.txt."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    """Base URL of a running `streamlit run app.py`; its log is kept for a failing test."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("streamlit") / "server.log"
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
+           "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"streamlit did not start:\n{log.read_text()}") from None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1500, "height": 1200}, accept_downloads=True)
+    pg = context.new_page()
+    yield pg
+    context.close()
+
+
+def wait_idle(page, timeout_ms: int = 60_000) -> None:
+    """Wait until Streamlit has finished the script run the last action started."""
+    page.wait_for_timeout(300)  # let the rerun request reach the server
+    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)
+    page.wait_for_timeout(200)

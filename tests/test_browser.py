@@ -1,0 +1,48 @@
+"""The app in a real browser: `streamlit run app.py` driven by Playwright in Debian's chromium.
+Screenshots are saved under each test's tmp_path (pytest prints it on failure)."""
+
+import json
+import re
+from urllib.parse import urlencode
+
+from conftest import wait_idle
+
+
+def goto(page, url):
+    page.goto(url)
+    page.get_by_role("button", name="Next").wait_for(timeout=120_000)
+    wait_idle(page)
+
+
+def next_round(page, times: int = 1, start: int = 0):
+    """Click Next and wait until the page shows the new round (a click is not a rerun yet)."""
+    for i in range(start, start + times):
+        page.get_by_role("button", name="Next").click()
+        page.get_by_role("heading", name=re.compile(f"^Round {i}:")).wait_for(timeout=120_000)
+        wait_idle(page)
+
+
+def test_step_through_in_a_browser(app_url, page, tmp_path):
+    query = urlencode({"prompt": "&amp; ROMEO:\n", "k": "4", "drafter": "trigram", "temperature": "0.8"})
+    goto(page, f"{app_url}/step?{query}")
+    next_round(page, 3)
+    text = page.locator(".sv-text").nth(1).inner_text()
+    assert text.startswith("&amp; ROMEO:")  # escaped: the entity shows as typed
+    assert page.locator(".sv-accepted, .sv-bonus, .sv-correction").count() >= 3
+    assert page.locator(".js-plotly-plot").count() >= 4 and page.locator(".js-plotly-plot").first.is_visible()
+    page.screenshot(path=tmp_path / "step.png", full_page=True)
+
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download the trace (JSON)").click()
+    trace = json.loads(download.value.path().read_text())
+    assert len(trace["rounds"]) == 3 and trace["settings"]["k"] == 4
+
+    # Markup in the prompt: named in a message, shown as text, and the run stays on screen.
+    box = page.get_by_label("Prompt text")
+    box.fill("<b>x</b>")
+    box.press("Control+Enter")
+    wait_idle(page)
+    error = page.locator('[data-testid="stAlertContentError"]').first
+    assert "'<'" in error.inner_text() and error.locator("b").count() == 0
+    assert page.locator(".sv-text").nth(1).inner_text().startswith("&amp; ROMEO:")
+    page.screenshot(path=tmp_path / "step-bad-prompt.png", full_page=True)

@@ -1,0 +1,100 @@
+"""Charts are pure functions of the records: every number drawn is a number recorded."""
+
+import pytest
+
+from models.checkpoint import load_checkpoint
+from specviz import charts
+from specviz.engine import Session, Settings
+from specviz.stats import acceptance_by_position, expected_tokens_per_round, running_totals
+
+
+@pytest.fixture(scope="module")
+def run():
+    target = load_checkpoint("target")
+    s = Session(target, target.tokenizer.encode("ROMEO:\n"), Settings(drafter="trigram", k=4, temperature=0.8))
+    for _ in range(15):
+        s.forward()
+    return s, target.tokenizer.chars
+
+
+def trace_by_name(fig, name):
+    return next(t for t in fig.data if t.name == name)
+
+
+def test_pq_bars_hold_p_q_and_their_overlap(run):
+    s, vocab = run
+    for r in s.rounds:
+        for pos in r.positions:
+            fig = charts.pq_bars(pos, vocab)
+            x = list(trace_by_name(fig, "p (target)").x)
+            ids = [next(t for t in range(len(vocab)) if charts.label(vocab, t) == c) for c in x]
+            assert pos.token in ids
+            assert list(trace_by_name(fig, "p (target)").y) == [pos.p[t] for t in ids]
+            assert list(trace_by_name(fig, "q (draft)").y) == [pos.q[t] for t in ids]
+            assert list(trace_by_name(fig, "min(p, q)").y) == [min(pos.p[t], pos.q[t]) for t in ids]
+            alpha = sum(min(a, b) for a, b in zip(pos.p, pos.q, strict=True))
+            assert f"Σ min(p, q) = {alpha:.3f}" in fig.layout.title.text
+
+
+def test_residual_and_bonus_mark_the_drawn_token(run):
+    s, vocab = run
+    assert any(r.residual for r in s.rounds) and any(r.bonus_p for r in s.rounds)
+    for r in s.rounds:
+        fig = charts.residual_bars(r, vocab) if r.residual else charts.bonus_bars(r, vocab)
+        dist, drawn = (r.residual, r.correction) if r.residual else (r.bonus_p, r.bonus)
+        bar = fig.data[0]
+        i = list(bar.x).index(charts.label(vocab, drawn))
+        assert bar.y[i] == dist[drawn] and bar.marker.color[i] == charts.distributions.DRAW_COLOUR
+
+
+def test_kv_ledger_and_timeline_add_up(run):
+    s, _ = run
+    for r in s.rounds:
+        fig = charts.kv_ledger(r)
+        cached, new, dropped = fig.data
+        assert list(cached.x) == [r.kv_before] * 3
+        assert new.x[0] == r.kv_after_verify - r.kv_before == len(r.draft_tokens) + 1
+        assert r.kv_before + new.x[1] == r.kv_after_trim and new.x[1] == r.n_accepted + 1
+        assert new.x[1] + dropped.x[0] == new.x[0]
+    t = charts.kv_timeline(s.rounds, current=3)
+    before, kept, dropped = t.data[:3]
+    for i, r in enumerate(s.rounds):
+        assert (
+            before.y[i] + kept.y[i] == r.kv_after_trim and before.y[i] + kept.y[i] + dropped.y[i] == r.kv_after_verify
+        )
+
+
+def test_candidate_table_and_acceptance_by_position(run):
+    s, vocab = run
+    for r in s.rounds:
+        df = charts.candidate_frame(r, vocab)
+        assert len(df) == len(r.positions)
+        assert list(df["p(x)"]) == [p.p_x for p in r.positions] and list(df["u"]) == [p.u for p in r.positions]
+        assert list(df["result"] == "accepted") == [p.accepted for p in r.positions]
+    rows = acceptance_by_position(s.rounds)
+    assert sum(x["tried"] for x in rows) == sum(len(r.positions) for r in s.rounds)
+    assert rows[0]["tried"] == len(s.rounds)  # every round tries its first drafted token
+    fig = charts.acceptance_chart(rows)
+    assert list(fig.data[0].y) == [x["rate"] for x in rows]
+
+
+def test_running_totals_and_the_expected_tokens_formula(run):
+    s, _ = run
+    t = running_totals(s.rounds, 4)
+    assert t["tokens"] == len(s.generation.trace.tokens) and t["rounds"] == 15
+    assert t["tokens_per_forward"] == t["tokens"] / 15
+    assert expected_tokens_per_round(0.0, 4) == 1.0 and expected_tokens_per_round(1.0, 4) == 5.0
+    assert expected_tokens_per_round(0.5, 2) == pytest.approx(1 + 0.5 + 0.25)
+
+
+def test_trigram_view_shows_rows_and_fallbacks():
+    target = load_checkpoint("target")
+    s = Session(target, target.tokenizer.encode("ROMEO:\n"), Settings(drafter="trigram", k=6, min_context_count=5000))
+    for _ in range(8):
+        s.forward()
+    frames = [charts.trigram_frame(r, target.tokenizer.chars, 5000) for r in s.rounds]
+    rows = [row for f in frames for row in f.to_dict("records")]
+    assert sum(len(f) for f in frames) == sum(len(r.draft_tokens) for r in s.rounds)
+    fallbacks = [x for x in rows if x["row used"] == "bigram"]
+    assert fallbacks and all(x["evidence"] is None or x["evidence"] < 5000 for x in fallbacks)
+    assert all(x["evidence"] >= 5000 for x in rows if x["row used"] == "trigram")

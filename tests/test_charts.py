@@ -98,3 +98,16 @@ def test_trigram_view_shows_rows_and_fallbacks():
     fallbacks = [x for x in rows if x["row used"] == "bigram"]
     assert fallbacks and all(x["evidence"] is None or x["evidence"] < 5000 for x in fallbacks)
     assert all(x["evidence"] >= 5000 for x in rows if x["row used"] == "trigram")
+
+
+def test_every_figure_is_valid_plotly(run):
+    """The charts skip plotly's validation for speed (charts/figure.py); validate them here."""
+    import plotly.graph_objects as go
+
+    s, vocab = run
+    figs = [charts.kv_timeline(s.rounds, 2), charts.acceptance_chart(acceptance_by_position(s.rounds))]
+    for r in s.rounds:
+        figs += [charts.pq_bars(p, vocab) for p in r.positions] + [charts.kv_ledger(r)]
+        figs.append(charts.residual_bars(r, vocab) if r.residual else charts.bonus_bars(r, vocab))
+    for fig in figs:
+        go.Figure(fig.to_dict())  # raises ValueError on any unknown or ill-typed property

@@ -4,6 +4,7 @@ wanted (p), the overlap min(p, q) that is accepted, and what is drawn when it is
 import pandas as pd
 import plotly.graph_objects as go
 
+from specviz.charts.figure import arrow, bar, figure
 from specviz.record import PositionRecord, RoundRecord
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#2563eb", "#f59e0b", "rgba(16,185,129,0.35)", "#dc2626"
@@ -21,41 +22,39 @@ def _top(vectors: list[list[float]], must: list[int], top: int) -> list[int]:
     return sorted(ids, key=lambda t: -vectors[0][t])
 
 
-def _layout(fig: go.Figure, title: str) -> go.Figure:
-    fig.update_layout(title=title, height=300, margin=dict(l=40, r=10, t=50, b=30), barmode="overlay",
-                      legend=dict(orientation="h", y=-0.15), yaxis_title="probability")  # fmt: skip
-    return fig
+def _layout(title: str, annotations: list[dict]) -> dict:
+    return {"title": {"text": title}, "height": 300, "margin": {"l": 40, "r": 10, "t": 50, "b": 30},
+            "barmode": "overlay", "legend": {"orientation": "h", "y": -0.15}, "yaxis": {"title": {"text": "probability"}},
+            "annotations": annotations}  # fmt: skip
 
 
 def pq_bars(pos: PositionRecord, vocab: str, top: int = 12) -> go.Figure:
-    """p and q side by side over the top tokens, min(p, q) shaded behind them, the candidate
+    """p and q side by side over the top tokens, min(p, q) shaded over them, the candidate
     marked, and alpha = sum over the WHOLE vocabulary of min(p, q) in the title."""
     ids = _top([pos.p, pos.q], [pos.token], top)
     x = [label(vocab, t) for t in ids]
-    overlap = [min(pos.p[t], pos.q[t]) for t in ids]
     alpha = sum(min(a, b) for a, b in zip(pos.p, pos.q, strict=True))
-    fig = go.Figure()
-    fig.add_bar(x=x, y=[pos.p[t] for t in ids], name="p (target)", marker_color=P_COLOUR, width=0.4, offset=-0.42)
-    fig.add_bar(x=x, y=[pos.q[t] for t in ids], name="q (draft)", marker_color=Q_COLOUR, width=0.4, offset=0.02)
-    # Drawn last, hatched and see-through: the accepted mass shows across both bars.
-    fig.add_bar(x=x, y=overlap, name="min(p, q)", width=0.9, offset=-0.45, marker=dict(color=MIN_COLOUR,
-                pattern=dict(shape="x", fgcolor="#065f46"), line=dict(color="#065f46", width=1)))  # fmt: skip
+    data = [
+        bar(x, [pos.p[t] for t in ids], "p (target)", marker={"color": P_COLOUR}, width=0.4, offset=-0.42),
+        bar(x, [pos.q[t] for t in ids], "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
+        # Drawn last, hatched and see-through: the accepted mass shows across both bars.
+        bar(x, [min(pos.p[t], pos.q[t]) for t in ids], "min(p, q)", width=0.9, offset=-0.45,
+            marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#065f46"},
+                    "line": {"color": "#065f46", "width": 1}}),
+    ]  # fmt: skip
     verdict = "accepted" if pos.accepted else "rejected"
     u = "" if pos.u is None else f", u={pos.u:.3f}"
-    fig.add_annotation(x=label(vocab, pos.token), y=max(pos.p[pos.token], pos.q[pos.token]), text=f"candidate, {verdict}",
-                       showarrow=True, arrowhead=2, ay=-30)  # fmt: skip
+    mark = arrow(label(vocab, pos.token), max(pos.p[pos.token], pos.q[pos.token]), f"candidate, {verdict}")
     title = (f"Depth {pos.depth}: candidate {label(vocab, pos.token)!r}  p/q={pos.ratio:.3f}{u}<br>"
              f"<sub>acceptance probability Σ min(p, q) = {alpha:.3f}</sub>")  # fmt: skip
-    return _layout(fig, title)
+    return figure(data, _layout(title, [mark]))
 
 
 def _draw_bars(dist: list[float], drawn: int, vocab: str, name: str, title: str, top: int) -> go.Figure:
     ids = _top([dist], [drawn], top)
-    fig = go.Figure()
     colours = [DRAW_COLOUR if t == drawn else P_COLOUR for t in ids]
-    fig.add_bar(x=[label(vocab, t) for t in ids], y=[dist[t] for t in ids], name=name, marker_color=colours)
-    fig.add_annotation(x=label(vocab, drawn), y=dist[drawn], text="drawn", showarrow=True, arrowhead=2, ay=-30)
-    return _layout(fig, title)
+    data = [bar([label(vocab, t) for t in ids], [dist[t] for t in ids], name, marker={"color": colours})]
+    return figure(data, _layout(title, [arrow(label(vocab, drawn), dist[drawn], "drawn")]))
 
 
 def residual_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:

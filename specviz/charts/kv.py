@@ -4,9 +4,11 @@ and one per drafted token; the trim keeps the root and the accepted path, nothin
 
 import plotly.graph_objects as go
 
+from specviz.charts.figure import bar, figure
 from specviz.record import RoundRecord
 
 CACHED, KEPT, TRIMMED = "#9ca3af", "#10b981", "#ef4444"
+HATCH = {"pattern": {"shape": "/"}}
 
 
 def kv_ledger(r: RoundRecord) -> go.Figure:
@@ -14,35 +16,39 @@ def kv_ledger(r: RoundRecord) -> go.Figure:
     kept_new = r.kv_after_trim - r.kv_before  # root + accepted path
     dropped = written - kept_new
     stages = ["1. before", "2. verify writes", "3. after trim"]
-    fig = go.Figure()
-    fig.add_bar(y=stages, x=[r.kv_before] * 3, orientation="h", name="cached context", marker_color=CACHED,
-                text=[r.kv_before] * 3, textposition="inside")  # fmt: skip
-    fig.add_bar(y=stages[1:], x=[written, kept_new], orientation="h", name="root + draft / kept",
-                marker_color=[KEPT, KEPT], text=[f"+{written}", f"+{kept_new} kept"], textposition="inside")  # fmt: skip
     how = "gathered along the accepted path" if r.tree_mask is not None else "trimmed from the end"
-    fig.add_bar(y=stages[2:], x=[dropped], orientation="h", name=f"dropped ({how})", marker_color=TRIMMED,
-                marker_pattern_shape="/", opacity=0.6, text=[f"−{dropped}"], textposition="inside")  # fmt: skip
+    h = {"orientation": "h", "textposition": "inside"}
+    data = [
+        bar([r.kv_before] * 3, stages, "cached context", marker={"color": CACHED}, text=[r.kv_before] * 3, **h),
+        bar([written, kept_new], stages[1:], "root + draft / kept", marker={"color": KEPT},
+            text=[f"+{written}", f"+{kept_new} kept"], **h),
+        bar([dropped], stages[2:], f"dropped ({how})", marker={"color": TRIMMED, **HATCH}, opacity=0.6,
+            text=[f"−{dropped}"], **h),
+    ]  # fmt: skip
     note = " — context window moved: cache re-prefilled" if r.reprefill else ""
-    fig.update_layout(barmode="stack", height=260, margin=dict(l=10, r=10, t=40, b=10), xaxis_title="cache entries",
-                      title=f"KV cache, round {r.index}: {r.kv_before} → {r.kv_after_verify} → {r.kv_after_trim}{note}",
-                      legend=dict(orientation="h", y=-0.45), yaxis=dict(autorange="reversed"))  # fmt: skip
-    return fig
+    title = f"KV cache, round {r.index}: {r.kv_before} → {r.kv_after_verify} → {r.kv_after_trim}{note}"
+    return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+                         "title": {"text": title}, "xaxis": {"title": {"text": "cache entries"}},
+                         "legend": {"orientation": "h", "y": -0.45}, "yaxis": {"autorange": "reversed"}})  # fmt: skip
 
 
 def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Figure:
     """Cache length per round: kept before, kept new, dropped; re-prefills marked with a star."""
     x = [r.index for r in rounds]
-    fig = go.Figure()
-    fig.add_bar(x=x, y=[r.kv_before for r in rounds], name="cached before", marker_color=CACHED)
-    fig.add_bar(x=x, y=[r.kv_after_trim - r.kv_before for r in rounds], name="kept", marker_color=KEPT)
-    fig.add_bar(x=x, y=[r.kv_after_verify - r.kv_after_trim for r in rounds], name="dropped",
-                marker_color=TRIMMED, marker_pattern_shape="/", opacity=0.6)  # fmt: skip
     re = [r for r in rounds if r.reprefill]
-    fig.add_scatter(x=[r.index for r in re], y=[r.kv_after_verify + 4 for r in re], mode="markers",
-                    marker=dict(symbol="star", size=12, color="#7c3aed"), name="window moved: re-prefill")  # fmt: skip
-    if current is not None:
-        fig.add_vline(x=current, line_dash="dot", line_color="#111827")
-    fig.update_layout(barmode="stack", height=260, margin=dict(l=40, r=10, t=40, b=30), xaxis_title="round",
-                      yaxis_title="cache entries", title="KV cache over the rounds", bargap=0.1,
-                      legend=dict(orientation="h", y=-0.3))  # fmt: skip
-    return fig
+    data = [
+        bar(x, [r.kv_before for r in rounds], "cached before", marker={"color": CACHED}),
+        bar(x, [r.kv_after_trim - r.kv_before for r in rounds], "kept", marker={"color": KEPT}),
+        bar(x, [r.kv_after_verify - r.kv_after_trim for r in rounds], "dropped", marker={"color": TRIMMED, **HATCH},
+            opacity=0.6),
+        {"type": "scatter", "x": [r.index for r in re], "y": [r.kv_after_verify + 4 for r in re], "mode": "markers",
+         "marker": {"symbol": "star", "size": 12, "color": "#7c3aed"}, "name": "window moved: re-prefill"},
+    ]  # fmt: skip
+    shapes = []
+    if current is not None:  # a dotted line at the current round
+        shapes.append({"type": "line", "x0": current, "x1": current, "y0": 0, "y1": 1, "yref": "paper",
+                       "line": {"dash": "dot", "color": "#111827"}})  # fmt: skip
+    return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
+                         "xaxis": {"title": {"text": "round"}}, "yaxis": {"title": {"text": "cache entries"}},
+                         "title": {"text": "KV cache over the rounds"}, "bargap": 0.1, "shapes": shapes,
+                         "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip

@@ -1,0 +1,106 @@
+"""How fast the app answers, measured the way a user meets it. Not a test: these machines are
+shared and noisy, so the script reports medians and leaves judging to the reader.
+
+    first load   a fresh `streamlit run app.py`, a browser opening /step, until the page shows
+                 the prompt and the Next button: model load, the first script run and the
+                 front end's own start-up included (Playwright + /usr/bin/chromium)
+    next click   server time of one click on Next at K=4 on the target: the round computed and
+                 the page script re-run, timed around AppTest's run (which adds its own
+                 element-tree bookkeeping, so the figure is an upper bound)
+    page render  each page's first script run in a new session, models already loaded
+
+Usage: .venv/bin/python benchmarks/app_speed.py [--clicks 30] [--json]
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+APP = str(ROOT / "app.py")
+PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"]
+
+
+def first_load_in_browser() -> float:
+    import subprocess
+    import urllib.request
+
+    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
+    from playwright.sync_api import sync_playwright
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(port), "--server.headless", "true"]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
+                break
+            except OSError:
+                time.sleep(0.1)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page()
+            t0 = time.perf_counter()
+            page.goto(f"{url}/step")
+            page.locator(".sv-text").nth(1).wait_for(timeout=120_000)
+            page.get_by_role("button", name="Next").wait_for(timeout=120_000)
+            elapsed = time.perf_counter() - t0
+            browser.close()
+        return elapsed
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def open_page(name: str, query: dict | None = None) -> tuple[AppTest, float]:
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update(query or {})
+    at.switch_page(f"pages/{name}.py")
+    t0 = time.perf_counter()
+    at.run()
+    elapsed = time.perf_counter() - t0
+    if at.exception:
+        raise RuntimeError(f"{name}: {at.exception[0].value}")
+    return at, elapsed
+
+
+def next_clicks(n: int) -> list[float]:
+    at, _ = open_page("step", {"k": "4", "max_new_tokens": "1000"})
+    times = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        at.button(key="nav_next").click().run()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--clicks", type=int, default=30)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    result = {"first_load_browser_s": first_load_in_browser()}
+    _, result["first_load_apptest_s"] = open_page("step")  # this process's first run: loads the models
+    for name in PAGES:
+        result[f"page_{name}_first_render_s"] = open_page(name)[1]
+    clicks = next_clicks(args.clicks)
+    result |= {"next_click_median_ms": 1000 * statistics.median(clicks), "next_click_max_ms": 1000 * max(clicks),
+               "next_clicks": len(clicks)}  # fmt: skip
+    if args.json:
+        print(json.dumps(result))
+        return
+    for k, v in result.items():
+        print(f"{k:<36} {v:9.3f}" if isinstance(v, float) else f"{k:<36} {v:>9}")
+
+
+if __name__ == "__main__":
+    main()

@@ -37,6 +37,15 @@ def test_step_through_in_a_browser(app_url, page, tmp_path):
     trace = json.loads(download.value.path().read_text())
     assert len(trace["rounds"]) == 3 and trace["settings"]["k"] == 4
 
+    # Autoplay: the rounds advance on their own until paused.
+    page.get_by_role("button", name="Play").click()
+    page.get_by_role("heading", name=re.compile("^Round 5:")).wait_for(timeout=120_000)
+    page.get_by_role("button", name="Pause").click()
+    wait_idle(page)
+    shown = page.get_by_role("heading", name=re.compile(r"^Round \d+:")).first.inner_text()
+    page.wait_for_timeout(2500)
+    assert page.get_by_role("heading", name=re.compile(r"^Round \d+:")).first.inner_text() == shown
+
     # Markup in the prompt: named in a message, shown as text, and the run stays on screen.
     box = page.get_by_label("Prompt text")
     box.fill("<b>x</b>")

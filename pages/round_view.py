@@ -10,6 +10,15 @@ from specviz.record import RoundRecord
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.text_view import text_html
 
+CANDIDATE_HELP = {
+    "depth": st.column_config.NumberColumn(help="Position in the draft: 1 is the first drafted character."),
+    "q(x)": st.column_config.NumberColumn(help="The drafter's probability of the candidate (1 for a fixed guess)."),
+    "p(x)": st.column_config.NumberColumn(help="The target's probability of the candidate at this position."),
+    "p/q": st.column_config.NumberColumn(help="The ratio the accept rule compares with the uniform draw."),
+    "min(1, p/q)": st.column_config.NumberColumn(help="Probability of accepting the candidate."),
+    "u": st.column_config.NumberColumn(help="The uniform draw: accept when u < min(1, p/q). None at temperature 0."),
+    "result": st.column_config.TextColumn(help="Accepted, or rejected (the round then draws from the residual)."),
+}
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
@@ -46,7 +55,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
             "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
         )
     else:
-        st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
+        st.dataframe(charts.candidate_frame(r, vocab), hide_index=True, column_config=CANDIDATE_HELP)
         tabs = st.tabs([f"depth {p.depth}: {charts.label(vocab, p.token)!r}" for p in r.positions])
         for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
             with tab:

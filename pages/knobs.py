@@ -1,5 +1,5 @@
 """What the drafter pages (trie, NASD) share: a note and a button when the sidebar runs another
-drafter, and on-page sliders for the drafter's knobs.
+drafter, on-page sliders for the drafter's knobs, and the text so far with the prompt cut short.
 
 A widget key can be used once per run and the sidebar already owns ``ctl_<name>``, so an on-page
 slider has its own key, is re-seeded from the sidebar's value on every run, and copies its value
@@ -11,6 +11,8 @@ import streamlit as st
 
 from specviz.engine import Session
 from specviz.query import APP_LIMITS
+from specviz.record import Trace
+from specviz.text_view import text_html
 
 
 def _use(name: str, value) -> None:
@@ -38,3 +40,11 @@ def knob(name: str, label: str, help: str) -> None:
     st.session_state[f"knob_{name}"] = st.session_state[f"ctl_{name}"]
     lo, hi = APP_LIMITS[name]
     st.slider(label, lo, hi, key=f"knob_{name}", on_change=_copy, args=(name,), help=help)
+
+
+def text_tail(trace: Trace, cursor: int, keep: int = 160) -> None:
+    """The text so far, the prompt cut to its last ``keep`` characters so the round stays in view."""
+    if len(trace.prompt) > keep:
+        st.caption(f"… the prompt's first {len(trace.prompt) - keep} characters are not shown.")
+        trace = Trace(trace.settings, trace.vocab, trace.prompt[-keep:], trace.rounds)
+    st.html(text_html(trace, cursor))

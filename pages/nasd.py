@@ -5,8 +5,8 @@ import streamlit as st
 from pages.common import page_setup
 from pages.controls import HELP, active_session
 from pages.knobs import drafter_gate, knob
-from pages.navigator import navigator
 from pages.nasd_view import nasd_view
+from pages.navigator import navigator
 
 page_setup()
 st.title("NASD storage")

@@ -5,30 +5,37 @@ Every figure comes from specviz.charts.nasd."""
 import pandas as pd
 import streamlit as st
 
+from pages.knobs import text_tail
 from pages.round_view import chart
 from specviz.charts import label
 from specviz.charts import nasd as charts
 from specviz.engine import Session
 from specviz.record import RoundRecord
-from specviz.text_view import text_html
 
 
-def _headline(r: RoundRecord, vocab: str, state: dict) -> str:
+def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:
+    """(heading, detail) for the round."""
     drafted = "".join(label(vocab, t) for t in r.draft_tokens)
     draft = f"drafted {drafted!r}" if drafted else "drafted nothing"
     if r.draft_notes.get("stopped_unknown"):
-        draft += " (stopped at an unknown context)"
+        draft += " (unknown context)"
     added = r.drafter_update.get("added", [])
     new = sum(e != "count + 1" for e in state["effects"])
-    return (f"Round {r.index}: {draft}; accepted {r.n_accepted}. The storage learned {len(added)} counts "
-            f"({new} new entries) → {state['contexts']} contexts, {sum(state['entries'].values())} entries.")  # fmt: skip
+    return (f"Round {r.index}: {draft}, accepted {r.n_accepted}; learned {len(added)} counts",
+            f"Of the {len(added)} counts added after the round, {new} made a new (context → token) entry; the storage "
+            f"now holds {sum(state['entries'].values())} entries in {state['contexts']} contexts.")  # fmt: skip
 
 
 def _storage_frame(drafter, vocab: str) -> pd.DataFrame:
     rows = drafter.rows()
     return pd.DataFrame(
-        [{"context": "".join(label(vocab, t) for t in row["context"]),
-          "next tokens (count)": ", ".join(f"{label(vocab, t)} ({c})" for t, c in row["counts"])} for row in rows],  # fmt: skip
+        [
+            {
+                "context": "".join(label(vocab, t) for t in row["context"]),
+                "next tokens (count)": ", ".join(f"{label(vocab, t)} ({c})" for t, c in row["counts"]),
+            }
+            for row in rows
+        ],  # fmt: skip
         columns=["context", "next tokens (count)"],
     )
 
@@ -42,10 +49,12 @@ def nasd_view(session: Session) -> None:
                 f"of {s.nasd_n - 1} characters, {sum(states[0]['entries'].values())} (context → next character) "
                 "entries. Press **Next** to draft from it.")  # fmt: skip
     else:
-        st.subheader(_headline(r, vocab, states[-1]))
+        heading, detail = _headline(r, vocab, states[-1])
+        st.subheader(heading)
+        st.caption(detail)
     left, right = st.columns([2, 3], gap="large")
     with left:
-        st.html(text_html(trace, cursor))
+        text_tail(trace, cursor)
         st.caption(f"n = {s.nasd_n}: the last {s.nasd_n - 1} characters are the context. filler_top_k = "
                    f"{s.nasd_filler_top_k}: after each round the storage counts the emitted characters"
                    + (f" and the target's other top {s.nasd_filler_top_k} characters." if s.nasd_filler_top_k > 1

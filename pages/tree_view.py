@@ -9,13 +9,13 @@ is deterministic and keeps no state, so drafting from the prompt here changes no
 import streamlit as st
 import torch
 
+from pages.knobs import text_tail
 from pages.round_view import chart
 from specviz.cached_model import room
 from specviz.charts import candidate_frame, label
 from specviz.charts import tree as charts
 from specviz.engine import Session
 from specviz.record import RoundRecord
-from specviz.text_view import text_html
 
 
 def _first_draft(session: Session) -> dict:
@@ -28,16 +28,24 @@ def _first_draft(session: Session) -> dict:
     return gen.drafter.draft(list(prompt), k, s.temperature, torch.Generator()).notes
 
 
-def _headline(r: RoundRecord, vocab: str, s) -> str:
+def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
+    """(heading, detail) for the round."""
     notes = r.draft_notes
+    end = (
+        f"correction {label(vocab, r.correction)!r}" if r.correction is not None else f"bonus {label(vocab, r.bonus)!r}"
+    )
     if not notes["matched_prefix"]:
-        return (f"Round {r.index}: no suffix of the context (up to L_p = {s.trie_prefix_len}) is in the trie, so "
-                f"nothing is drafted and the target adds one character, as in plain decoding.")  # fmt: skip
+        return (f"Round {r.index}: no match, no draft; {end}",
+                f"No suffix of the context (up to L_p = {s.trie_prefix_len} characters) is a chain in the trie, so "
+                "nothing is drafted and the target adds one character, as in plain decoding.")  # fmt: skip
     prefix = "".join(label(vocab, t) for t in notes["matched_prefix"])
-    end = f"correction {label(vocab, r.correction)!r}" if r.correction is not None else f"bonus {label(vocab, r.bonus)!r}"
-    return (f"Round {r.index}: matched {prefix!r} ({notes['matched_length']} of L_p = {s.trie_prefix_len}); kept "
-            f"{len(r.draft_tokens)} of the {notes['pruned_from']} nodes below it (num_draft = {s.trie_num_draft}, "
-            f"at most K = {s.k} deep); accepted {r.n_accepted}, then {end}.")  # fmt: skip
+    if not r.draft_tokens:
+        return (f"Round {r.index}: matched {prefix!r}, nothing below it; {end}",
+                "The matched node is a leaf: nothing followed it in the prompt, so nothing is drafted.")  # fmt: skip
+    return (f"Round {r.index}: matched {prefix!r}, drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {end}",
+            f"The context's last {notes['matched_length']} characters (of L_p = {s.trie_prefix_len}) matched; the "
+            f"draft keeps the {len(r.draft_tokens)} most frequent of the {notes['pruned_from']} nodes below the match "
+            f"(num_draft = {s.trie_num_draft}, at most K = {s.k} deep).")  # fmt: skip
 
 
 def tree_view(session: Session) -> None:
@@ -48,10 +56,12 @@ def tree_view(session: Session) -> None:
         st.info("Round 0: the trie is built from the prompt. Highlighted: the prefix the first round will match and "
                 "the draft tree it will send. Press **Next** to send it to the target.")  # fmt: skip
     else:
-        st.subheader(_headline(r, vocab, s))
+        heading, detail = _headline(r, vocab, s)
+        st.subheader(heading)
+        st.caption(detail)
     left, right = st.columns([2, 3], gap="large")
     with left:
-        st.html(text_html(trace, session.cursor))
+        text_tail(trace, session.cursor)
         c = st.columns(2)
         c[0].slider("Levels drawn below the match", 1, 16, 6, key="tree_levels")
         c[1].slider("Most trie nodes drawn", 20, 400, 80, step=10, key="tree_max_nodes",
@@ -66,12 +76,12 @@ def tree_view(session: Session) -> None:
         return
     root = (trace.prompt + trace.tokens)[r.context_len - 1]  # the last context token: the tree's root
     chart(charts.flattening_figure(r, vocab, root), "flattening")
-    with st.expander("The target's checks, in the order it made them"):
-        st.caption("Depth first: a child is checked only after its parent is accepted; after a rejection the "
-                   "next sibling is tried against the residual.")  # fmt: skip
-        st.dataframe(candidate_frame(r, vocab), hide_index=True)
+    chart(charts.kv_gather_figure(r, vocab, root), "kv_gather")
     c = st.columns([3, 2], gap="large")
     with c[0]:
         chart(charts.mask_figure(r, vocab, root), "tree_mask")
     with c[1]:
-        chart(charts.kv_gather_figure(r, vocab, root), "kv_gather")
+        st.markdown("**The target's checks, in the order it made them**")
+        st.caption("Depth first: a child is checked only after its parent is accepted; after a rejection the "
+                   "next sibling is tried against the residual.")  # fmt: skip
+        st.dataframe(candidate_frame(r, vocab), hide_index=True)

@@ -11,15 +11,13 @@ plays the corpus was built from; they are short, so nothing here ships the corpu
 
 from dataclasses import dataclass
 
+# The quote presets stay inside the model's 256-character window: the target can only quote
+# what it can see, so the passage and its repeated opening must fit in one window.
 _GLOUCESTER = """GLOUCESTER:
 Now is the winter of our discontent
 Made glorious summer by this sun of York;
 And all the clouds that lour'd upon our house
 In the deep bosom of the ocean buried.
-Now are our brows bound with victorious wreaths;
-Our bruised arms hung up for monuments;
-Our stern alarums changed to merry meetings,
-Our dreadful marches to delightful measures.
 """
 
 _CITIZENS = """First Citizen:
@@ -47,8 +45,6 @@ Old John of Gaunt, time-honour'd Lancaster,
 Hast thou, according to thy oath and band,
 Brought hither Henry Hereford thy bold son,
 Here to make good the boisterous late appeal,
-Which then our leisure would not let us hear,
-Against the Duke of Norfolk, Thomas Mowbray?
 """
 
 
@@ -85,7 +81,7 @@ PRESETS = (
         "Quote a long speech",
         "quote",
         _RICHARD + "\nKING RICHARD II:\nOld John of Gaunt, time-honour'd",
-        "A longer passage to quote from.",
+        "A longer passage to quote from, as long as the model's window allows.",
     ),
     Preset(
         "Counting",

@@ -33,7 +33,7 @@ def app_url(tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true"]  # fmt: skip
+           "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -55,3 +55,12 @@ def test_step_through_in_a_browser(app_url, page, tmp_path):
     assert "'<'" in error.inner_text() and error.locator("b").count() == 0
     assert page.locator(".sv-text").nth(1).inner_text().startswith("&amp; ROMEO:")
     page.screenshot(path=tmp_path / "step-bad-prompt.png", full_page=True)
+
+
+def test_shootout_in_a_browser(app_url, page, tmp_path):
+    page.goto(f"{app_url}/shootout?max_new_tokens=16&k=2")
+    page.get_by_role("button", name="Run the shoot-out").click()
+    page.locator(".js-plotly-plot").nth(4).wait_for(timeout=300_000)
+    wait_idle(page)
+    assert page.get_by_text("Speedup against K").first.is_visible()
+    page.screenshot(path=tmp_path / "shootout.png", full_page=True)

@@ -1,0 +1,82 @@
+"""The shoot-out's figures, from specviz.bench rows (the JSON-lines format `python -m specviz
+bench --json` prints) and the acceptance-by-position rows of specviz.shootout."""
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from specviz.charts.figure import bar, figure
+from specviz.shootout import modelled_speedup
+from specviz.stats import expected_tokens_per_round
+
+COLUMNS = {"drafter": "drafter", "temperature": "T", "k": "K", "tokens_per_forward": "tokens / forward",
+           "acceptance_rate": "acceptance α", "tokens_per_s": "tokens / s", "seconds": "wall s",
+           "speedup": "speedup", "fraction_of_ideal": "of ideal", "draft_cost": "draft cost c",
+           "same_as_baseline": "greedy = baseline"}  # fmt: skip
+
+
+def _layout(title: str, x: str, y: str, **kw) -> dict:
+    return {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 50, "b": 40},
+            "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}},
+            "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
+
+
+def results_frame(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame([{COLUMNS[c]: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS.values()))
+
+
+def speedup_bars(rows: list[dict], title: str) -> go.Figure:
+    """Speedup (measured) next to tokens per forward pass (the ideal speedup) per drafter."""
+    names = [r["drafter"] for r in rows]
+    data = [
+        bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#93c5fd"}),
+        bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#1d4ed8"},
+            text=[f"{r['speedup']:.2f}×" for r in rows], textposition="outside"),
+    ]  # fmt: skip
+    line = {"type": "line", "x0": 0, "x1": 1, "xref": "paper", "y0": 1, "y1": 1, "line": {"dash": "dot"}}
+    return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[line]))
+
+
+def k_sweep(rows: list[dict]) -> go.Figure:
+    """Speedup against K, a line per drafter: where each one peaks."""
+    data = []
+    for d in dict.fromkeys(r["drafter"] for r in rows if r["drafter"] != "none"):
+        mine = sorted((r for r in rows if r["drafter"] == d), key=lambda r: r["k"])
+        data.append({"type": "scatter", "mode": "lines+markers", "name": d, "x": [r["k"] for r in mine],
+                     "y": [r["speedup"] for r in mine]})  # fmt: skip
+    return figure(data, _layout("Speedup against K", "K (draft length)", "speedup × baseline",
+                                xaxis={"title": {"text": "K (draft length)"}, "type": "log", "dtick": 0.30103}))  # fmt: skip
+
+
+def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
+    data = [{"type": "scatter", "mode": "lines+markers", "name": d, "x": [p["depth"] for p in rows],
+             "y": [p["rate"] for p in rows], "customdata": [[p["accepted"], p["tried"]] for p in rows],
+             "hovertemplate": "depth %{x}: %{customdata[0]}/%{customdata[1]} accepted"}
+            for d, rows in by_position.items()]  # fmt: skip
+    return figure(data, _layout("Acceptance rate by draft position", "draft position (depth)", "accepted / tried",
+                                yaxis={"title": {"text": "accepted / tried"}, "range": [0, 1.05]},
+                                xaxis={"title": {"text": "draft position (depth)"}, "dtick": 1}))  # fmt: skip
+
+
+def expected_vs_measured(rows: list[dict]) -> go.Figure:
+    """Measured tokens per round against (1 - a^(K+1)) / (1 - a) from the measured a."""
+    rows = [r for r in rows if r["acceptance_rate"] is not None]
+    names = [r["drafter"] for r in rows]
+    data = [
+        bar(names, [r["tokens_per_forward"] for r in rows], "measured tokens / round", marker={"color": "#10b981"}),
+        bar(names, [expected_tokens_per_round(r["acceptance_rate"], r["k"]) for r in rows],
+            "expected (1 − α^(K+1)) / (1 − α)", marker={"color": "#a7f3d0"}),
+    ]  # fmt: skip
+    return figure(data, _layout("Tokens per round: measured and expected", "drafter", "tokens", barmode="group"))
+
+
+def model_vs_measured(rows: list[dict]) -> go.Figure:
+    """Measured speedup against the model E / (K c + v) with the measured costs."""
+    rows = [r for r in rows if modelled_speedup(r) is not None]
+    names = [r["drafter"] for r in rows]
+    data = [
+        bar(names, [r["speedup"] for r in rows], "measured speedup", marker={"color": "#1d4ed8"}),
+        bar(names, [modelled_speedup(r) for r in rows], "model E / (K·c + v)", marker={"color": "#c4b5fd"},
+            customdata=[[r["draft_cost"], r["verify_cost"]] for r in rows],
+            hovertemplate="%{x}: %{y:.2f}× with c=%{customdata[0]:.3f}, v=%{customdata[1]:.2f}"),
+    ]  # fmt: skip
+    return figure(data, _layout("Speedup: measured and modelled", "drafter", "× baseline", barmode="group"))

@@ -1,0 +1,69 @@
+"""The shoot-out: one run gives a row per (drafter, K), its figures hold those rows, and the
+page runs it with a progress bar and keeps the result."""
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from models.checkpoint import load_checkpoint
+from specviz.charts import shootout as charts
+from specviz.drafters import DRAFTERS
+from specviz.engine import Settings
+from specviz.shootout import modelled_speedup, run_shootout
+from specviz.stats import expected_tokens_per_round
+
+APP = Path(__file__).resolve().parents[1] / "app.py"
+
+
+@pytest.fixture(scope="module")
+def result():
+    target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    seen = []
+    settings = Settings(k=3, temperature=0.0, max_new_tokens=24)
+    out = run_shootout(target, tiny, "the cat sat on the mat.\nthe cat sat on the", settings, ks=(1, 2),
+                       repeats=1, progress=lambda d, t: seen.append((d, t)))  # fmt: skip
+    return out, seen
+
+
+def test_a_row_per_drafter_and_k(result):
+    out, seen = result
+    assert sorted({(r["drafter"], r["k"]) for r in out.rows}) == sorted((d, k) for d in DRAFTERS for k in (1, 2, 3))
+    assert [d for d, _ in seen] == list(range(1, len(seen) + 1)) and seen[-1][0] == seen[-1][1]
+    for r in out.rows:
+        assert r["tokens"] == 24 and r["temperature"] == 0.0
+        assert r["same_as_baseline"] is True  # greedy: every drafter gives the baseline's tokens
+        if r["drafter"] == "none":
+            assert r["tokens_per_forward"] == 1.0 and r["speedup"] == 1.0
+    assert set(out.by_position) == set(DRAFTERS[1:])
+
+
+def test_figures_hold_the_rows(result):
+    out, _ = result
+    at_k = [r for r in out.rows if r["k"] == 3]
+    fig = charts.speedup_bars(at_k, "t")
+    assert list(fig.data[1].y) == [r["speedup"] for r in at_k] and list(fig.data[1].x) == list(DRAFTERS)
+    exp = charts.expected_vs_measured(at_k)
+    drafted = [r for r in at_k if r["acceptance_rate"] is not None]
+    assert list(exp.data[1].y) == [expected_tokens_per_round(r["acceptance_rate"], 3) for r in drafted]
+    sweep = charts.k_sweep(out.rows)
+    trigram = next(t for t in sweep.data if t.name == "trigram")
+    assert list(trigram.x) == [1, 2, 3]
+    model = charts.model_vs_measured(at_k)
+    assert all(y == pytest.approx(modelled_speedup(r)) for y, r in zip(model.data[1].y, drafted, strict=True))
+    assert len(charts.results_frame(out.rows)) == len(out.rows)
+
+
+def test_page_runs_the_shootout_and_keeps_it():
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.query_params.update({"max_new_tokens": "12", "k": "2"})
+    at.switch_page("pages/shootout.py").run()
+    assert not at.exception and at.button(key="shootout_run")
+    at.sidebar.number_input(key="ctl_max_new_tokens").set_value(12).run()
+    at.button(key="shootout_run").click().run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert list(table["drafter"]) == list(DRAFTERS) and set(table["K"]) == {2}
+    n_charts = len(at.get("plotly_chart"))
+    at.run()  # a rerun shows the kept result without measuring again
+    assert len(at.get("plotly_chart")) == n_charts == 5

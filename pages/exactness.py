@@ -1,8 +1,138 @@
-"""Placeholder while the page is built (issue 5)."""
+"""Exactness lab: N speculative generations of the first few characters, for the sidebar's
+drafter, temperature, K and verification rule, against the target's exact distribution over
+those characters (computed by enumeration). The lossless rule passes; seed 004's NASD rule
+(verification "nasd-seed") fails once N is large enough.
+
+Runs only on the button, with a progress bar; results are kept per browser session, keyed by
+everything that defines them, so coming back to the same settings is instant."""
+
+import time
 
 import streamlit as st
 
-from pages.common import page_setup
+from pages.common import models_or_stop, page_setup
+from pages.controls import valid_spec
+from pages.round_view import chart
+from specviz.charts import exactness as charts
+from specviz.exactness import chi_square, run_exactness
+from specviz.presets import preset
+
+KEEP = 8  # results kept per browser session
+ALPHA = 0.001  # the test's significance level: stated on the page, fixed, not tuned
+DEMO = {"ctl_drafter": "nasd", "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": "Repetitive"}
+
+
+def _key(spec, samples: int, n_tokens: int) -> tuple:
+    return tuple(sorted(vars(spec.settings).items())) + (spec.prompt, samples, n_tokens)
+
+
+def _set_verification(value: str, demo: bool) -> None:
+    st.session_state.ctl_verification = value
+    if demo:
+        st.session_state.update(DEMO, ctl_prompt=preset(DEMO["ctl_preset"]).text)
+
+
+def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
+    target, tiny = models_or_stop()
+    bar = st.progress(0.0, text=f"Computing the target's exact distribution over {n_tokens} characters…")
+    clock = {}
+
+    def progress(i: int) -> None:
+        clock.setdefault("start", time.monotonic())
+        if i % max(1, samples // 100) == 0 or i == samples:
+            spent = time.monotonic() - clock["start"]
+            left = spent / i * (samples - i)
+            bar.progress(i / samples, text=f"{i:,} of {samples:,} generations, about {left:.0f} s left")
+
+    try:
+        res = run_exactness(target, ids, spec.settings, samples, tiny.model, n_tokens=n_tokens, progress=progress)
+    except (ValueError, RuntimeError) as e:
+        st.error(f"The run could not finish: {e}")
+        return None
+    finally:
+        bar.empty()
+    rest = tuple(range(1, n_tokens))
+    return {"result": res, "settings": spec.settings, "prompt": spec.prompt,
+            "first": chi_square(res.observed.sum(rest), res.expected.sum(rest)) if rest else None,
+            "reference_tv": charts.reference_tv(res.expected, samples)}  # fmt: skip
+
+
+def verdict(stat: float, dof: int, p: float, what: str) -> None:
+    if dof == 0:  # temperature 0: one possible outcome
+        (st.success if p == 1 else st.error)(
+            f"{what}: one possible outcome at temperature 0, and "
+            + ("every run produced it." if p == 1 else "some runs produced something else: not exact.")
+        )
+    elif p >= ALPHA:
+        st.success(f"{what}: no evidence of bias at this N (p-value {p:.3g} ≥ {ALPHA}).")
+    else:
+        st.error(f"{what}: NOT the target's distribution (p-value {p:.2g} < {ALPHA}): the rule is biased.")
+
+
+def show(entry: dict, vocab: str) -> None:
+    res, s = entry["result"], entry["settings"]
+    st.caption(f"{s.drafter} drafter, {s.verification} verification, temperature {s.temperature}, K = {s.k}, "
+               f"{res.samples:,} runs (seeds {s.seed}–{s.seed + res.samples - 1}), first {res.expected.dim()} "
+               f"characters after the prompt ending:")  # fmt: skip
+    st.code(entry["prompt"][-60:], language=None)
+    verdict(res.statistic, res.dof, res.p_value, f"The first {res.expected.dim()} characters")
+    if entry["first"] is not None:
+        verdict(*entry["first"], "The first character alone")
+    st.caption("Pearson's chi-square test of the observed counts against the exact distribution. Exact sampling "
+               "gives p-values spread evenly between 0 and 1; a biased rule gives p-values near 0 once N is large "
+               f"enough. The level {ALPHA} is fixed in advance.")  # fmt: skip
+    m = st.columns(4)
+    m[0].metric("Chi-square statistic", f"{res.statistic:.1f}", help=f"Pearson's, on {res.dof} degrees of freedom "
+                "(outcomes expected fewer than 5 times are pooled).")  # fmt: skip
+    m[1].metric("p-value", f"{res.p_value:.3g}", help="The chance of a statistic this large if the runs follow the "
+                "target exactly.")  # fmt: skip
+    m[2].metric("TV distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
+                "every outcome. Never 0 for finite N: compare with the yardstick beside it.")  # fmt: skip
+    m[3].metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
+                "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.")  # fmt: skip
+    chart(charts.sequence_chart(res, vocab), "exact_sequences")
+    chart(charts.first_char_chart(res, vocab), "exact_first")
+
 
 page_setup()
-st.title("Coming soon")
+st.title("Exactness lab")
+st.caption("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
+           "generations of the first few characters and compare what came out with the target's exact "
+           "distribution, computed by enumerating every continuation. Settings come from the sidebar.")  # fmt: skip
+target, _ = models_or_stop()
+valid = valid_spec(target)
+c = st.columns([2, 2, 1.3, 2], vertical_alignment="bottom")
+samples = int(c[0].number_input("Generations N", 100, 20_000, 1_000, step=100, key="ex_samples",
+                                help="More runs detect smaller biases (and take longer)."))  # fmt: skip
+n_tokens = c[1].radio("Characters compared", [2, 3], index=1, horizontal=True, key="ex_tokens",
+                      help="3 lets a chain draft up to 2 characters in the first round and tests the joint of 3; "
+                      "2 is faster. Verification only happens after the first character.")  # fmt: skip
+clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")
+verification = st.session_state.get("ctl_verification", "lossless")
+if verification == "lossless":
+    c[3].button("Load seed 004's biased rule", key="ex_demo", on_click=_set_verification, args=("nasd-seed", True),
+                help="verification = nasd-seed with the NASD drafter on the repetitive prompt at temperature 1: "
+                "a setting where its bias is large.")  # fmt: skip
+else:
+    c[3].button("Back to the lossless rule", key="ex_demo", on_click=_set_verification, args=("lossless", False))
+
+results: dict = st.session_state.setdefault("ex_results", {})
+if valid is not None:
+    spec, ids = valid
+    key = _key(spec, samples, n_tokens)
+    if clicked and (entry := run(spec, ids, samples, n_tokens)) is not None:
+        results.pop(key, None)
+        results[key] = entry
+        while len(results) > KEEP:
+            results.pop(next(iter(results)))
+    if key in results:
+        st.session_state.ex_last = key
+        show(results[key], target.tokenizer.chars)
+    elif st.session_state.get("ex_last") in results:
+        st.info("These results are for other settings (below). Press **Run** to test the current ones.")
+        show(results[st.session_state.ex_last], target.tokenizer.chars)
+    else:
+        st.info("Press **Run** to sample: first the exact distribution (one batched target pass over every "
+                "prefix), then the generations, with the time left on the progress bar.")  # fmt: skip
+elif st.session_state.get("ex_last") in results:
+    show(results[st.session_state.ex_last], target.tokenizer.chars)

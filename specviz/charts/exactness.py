@@ -1,0 +1,70 @@
+"""The exactness lab's figures: the first characters of N speculative runs against the target's
+exact distribution over them (specviz.exactness.ExactnessResult).
+
+Each expected bar carries a band of ±2 binomial standard deviations, sqrt(P(1 − P)/N): where an
+observed frequency should fall about 95% of the time if the runs really follow the target."""
+
+import math
+
+import plotly.graph_objects as go
+import torch
+
+from specviz.charts.distributions import P_COLOUR, Q_COLOUR, _layout, label
+from specviz.charts.figure import bar, figure
+from specviz.exactness import ExactnessResult
+
+
+def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: str, top: int = 15) -> list[dict]:
+    """The ``top`` most likely outcomes under the target, plus any outcome observed more often
+    than the least of them (what a biased rule over-produces), most likely first.
+    ``expected``: probabilities, ``counts``: observed counts, both (V,) * n_tokens."""
+    n = int(counts.sum())
+    e, c = expected.flatten(), counts.flatten().double() / n
+    likely = [i for i in e.argsort(descending=True)[:top].tolist() if e[i] > 0]
+    floor = float(e[likely[-1]]) if likely else 0.0
+    frequent = [i for i in c.argsort(descending=True)[:top].tolist() if c[i] > floor]
+    rows = []
+    for i in sorted(set(likely) | set(frequent), key=lambda i: -float(e[i])):
+        tokens = torch.unravel_index(torch.tensor(i), expected.shape)
+        P = float(e[i])
+        rows.append({"outcome": "".join(label(vocab, int(t)) for t in tokens), "expected": P, "observed": float(c[i]),
+                     "count": int(counts.flatten()[i]), "band": 2 * math.sqrt(P * (1 - P) / n)})  # fmt: skip
+    return rows
+
+
+def outcome_bars(rows: list[dict], title: str) -> go.Figure:
+    """Expected (with its ±2σ band) and observed frequency side by side per outcome."""
+    x = [r["outcome"] for r in rows]
+    data = [
+        bar(x, [r["expected"] for r in rows], "expected (exact target), ±2σ band", marker={"color": P_COLOUR},
+            error_y={"type": "data", "array": [r["band"] for r in rows], "color": "#1e3a8a"}),
+        bar(x, [r["observed"] for r in rows], "observed (speculative runs)", marker={"color": Q_COLOUR},
+            customdata=[r["count"] for r in rows], hovertemplate="%{x}: %{y:.4f} (%{customdata} runs)"),
+    ]  # fmt: skip
+    layout = {**_layout(title, []), "barmode": "group", "height": 340, "yaxis": {"title": {"text": "frequency"}}}
+    return figure(data, layout)
+
+
+def sequence_chart(res: ExactnessResult, vocab: str, top: int = 15) -> go.Figure:
+    title = f"The first {res.expected.dim()} characters: the likeliest outcomes, expected vs observed ({res.samples:,} runs)"
+    return outcome_bars(outcome_rows(res.expected, res.observed, vocab, top), title)
+
+
+def first_char_chart(res: ExactnessResult, vocab: str, top: int = 15) -> go.Figure:
+    """The marginal of the first character: fewer outcomes, so a bias shows with fewer runs."""
+    rest = tuple(range(1, res.expected.dim()))
+    e = res.expected.sum(rest) if rest else res.expected
+    c = res.observed.sum(rest) if rest else res.observed
+    return outcome_bars(outcome_rows(e, c, vocab, top), "The first character alone: expected vs observed")
+
+
+def reference_tv(expected: torch.Tensor, samples: int, draws: int = 5, seed: int = 0) -> float:
+    """The TV distance a sample of this size drawn straight from the exact distribution has, on
+    average over a few draws: the yardstick for the measured TV, which is never 0 for finite N."""
+    gen = torch.Generator().manual_seed(seed)
+    e = expected.flatten()
+    total = 0.0
+    for _ in range(draws):
+        counts = torch.bincount(torch.multinomial(e, samples, replacement=True, generator=gen), minlength=len(e))
+        total += 0.5 * float((counts.double() / samples - e).abs().sum())
+    return total / draws

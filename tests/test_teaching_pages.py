@@ -1,0 +1,349 @@
+"""The teaching pages: acceptance math, the exactness lab and the guided lesson, in AppTest (chart
+specs must hold the numbers specviz computes) and once each in a real browser."""
+
+import json
+from pathlib import Path
+
+import plotly.graph_objects as go
+import pytest
+from conftest import wait_idle
+from streamlit.testing.v1 import AppTest
+
+from models.checkpoint import load_checkpoint
+from specviz import lesson, toy
+from specviz.charts import exactness as exactness_charts
+from specviz.charts import lesson as lesson_charts
+from specviz.charts import toy as toy_charts
+from specviz.engine import Generation, Settings
+from specviz.exactness import run_exactness
+from specviz.presets import preset
+from specviz.stats import expected_tokens_per_round
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def target():
+    return load_checkpoint("target")
+
+
+def open_page(name: str) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at.switch_page(f"pages/{name}.py")
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at: AppTest) -> AppTest:
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def chart(at: AppTest, title: str) -> dict:
+    """The spec of the one chart whose title contains ``title``."""
+    found = [
+        s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart")) if title in s["layout"]["title"]["text"]
+    ]
+    assert len(found) == 1, f"{len(found)} charts titled {title!r}"
+    return found[0]
+
+
+def series(spec: dict, name: str) -> list:
+    return next(t for t in spec["data"] if t["name"] == name)["y"]
+
+
+def metric(at: AppTest, label: str) -> str:
+    return next(m.value for m in at.metric if m.label == label)
+
+
+def close(a, b) -> bool:
+    return len(a) == len(b) and all(abs(x - y) < 1e-9 for x, y in zip(a, b, strict=True))
+
+
+# Acceptance math
+
+
+def test_acceptance_page_shows_the_toys_numbers():
+    at = open_page("acceptance")
+    p, q = toy.make_pair(32, "random", 1.0, 0.5, 0, 0)  # the page's defaults
+    o = toy.overlap(p, q)
+    assert metric(at, "α = Σ min(p, q)") == f"{o.alpha:.4f}" and metric(at, "TV(p, q)") == f"{1 - o.alpha:.4f}"
+    spec = chart(at, "p and q")
+    assert f"{o.alpha:.4f}" in spec["layout"]["title"]["text"]
+    assert close(series(spec, "p (target)"), p.tolist()) and close(series(spec, "q (draft)"), q.tolist())
+    assert close(series(spec, "min(p, q)"), o.overlap.tolist())
+    assert close(series(chart(at, "Residual"), "residual norm(max(0, p − q))"), o.residual.tolist())
+    sim = toy.simulate(p, q, 5000, 0)
+    assert close(series(chart(at, "Simulated output"), "output frequency (5,000 steps)"),
+                 toy.histogram(sim.tokens, 32).tolist())  # fmt: skip
+    per_k = chart(at, "Tokens per round")
+    assert close(
+        series(per_k, "expected (1 − α^(K+1)) / (1 − α)"), [expected_tokens_per_round(o.alpha, k) for k in range(1, 9)]
+    )
+    assert close(series(per_k, "measured in the simulation"), [r["measured"] for r in toy.per_k(o.alpha, sim.accepted)])
+    assert metric(at, "p-value") == f"{toy.fit(sim.tokens, p)[2]:.3g}"
+
+
+def test_acceptance_sliders_reshape_p_and_q():
+    at = open_page("acceptance")
+    at.radio(key="toy_shape").set_value("bump")
+    at.slider(key="toy_temperature").set_value(1.0)
+    rerun(at)
+    assert metric(at, "α = Σ min(p, q)") == "1.0000"  # q = p: every draft accepted
+    assert chart(at, "No residual: p = q")["data"][0]["y"] == [0.0] * 32
+    at.slider(key="toy_shift").set_value(4)
+    at.slider(key="toy_v").set_value(16)
+    at.select_slider(key="toy_steps").set_value(20_000)
+    at.number_input(key="toy_sim_seed").set_value(3)
+    rerun(at)
+    p, q = toy.make_pair(16, "bump", 1.0, 1.0, 4, 0)
+    o = toy.overlap(p, q)
+    assert o.alpha < 0.9 and metric(at, "α = Σ min(p, q)") == f"{o.alpha:.4f}"
+    assert close(series(chart(at, "p and q"), "q (draft)"), q.tolist())
+    sim = toy.simulate(p, q, 20_000, 3)
+    assert close(series(chart(at, "Simulated output"), "output frequency (20,000 steps)"),
+                 toy.histogram(sim.tokens, 16).tolist())  # fmt: skip
+    # The mistake's curve levels off at its exact limit, drawn beside it.
+    limit = toy.tv(toy.output_distribution(p, q, "p"), p)
+    names = [t["name"] for t in chart(at, "as the steps add up")["data"]]
+    assert f"its limit, TV = {limit:.4f}" in names
+
+
+def test_toy_figures_are_valid_plotly():
+    p, q = toy.make_pair()
+    o = toy.overlap(p, q)
+    sim = toy.simulate(p, q, 1000)
+    figures = [toy_charts.overlap_bars(p, q, o), toy_charts.residual_bars(o),
+               toy_charts.residual_bars(toy.overlap(p, p)),
+               toy_charts.histogram_bars(toy.histogram(sim.tokens, 32), p, 1000, 0.1),
+               toy_charts.convergence_chart({"a": toy.convergence(sim.tokens, p)}, {"a": 0.0}),
+               toy_charts.tokens_per_round_chart(toy.per_k(o.alpha, sim.accepted), o.alpha)]  # fmt: skip
+    for fig in figures:
+        go.Figure(fig.to_dict())  # validates every property: raises on a misspelt one
+
+
+# Exactness lab
+
+
+def test_exactness_lab_runs_caches_and_keeps_results(target):
+    at = open_page("exactness")
+    assert not at.get("plotly_chart") and not at.button(key="ex_run").disabled  # nothing runs on first render
+    at.number_input(key="ex_samples").set_value(200)
+    at.radio(key="ex_tokens").set_value(2)
+    at.button(key="ex_run").click()
+    rerun(at)
+    ids = target.tokenizer.encode(preset("Free verse").text)
+    res = run_exactness(target, ids, Settings(), 200, n_tokens=2)  # the sidebar's defaults
+    assert (
+        metric(at, "Chi-square statistic") == f"{res.statistic:.1f}" and metric(at, "p-value") == f"{res.p_value:.3g}"
+    )
+    assert metric(at, "TV distance") == f"{res.tv_distance:.4f}"
+    rows = exactness_charts.outcome_rows(res.expected, res.observed, target.tokenizer.chars)
+    spec = chart(at, "The first 2 characters")
+    assert close(series(spec, "expected (exact target), ±2σ band"), [r["expected"] for r in rows])
+    assert close(series(spec, "observed (speculative runs)"), [r["observed"] for r in rows])
+    assert "no evidence of bias" in at.success[0].value
+
+    at.slider(key="ctl_k").set_value(3)  # other settings: the last result stays, labelled
+    rerun(at)
+    assert "other settings" in at.info[0].value and metric(at, "p-value") == f"{res.p_value:.3g}"
+    at.slider(key="ctl_k").set_value(4)  # back: the cached result, no run
+    rerun(at)
+    assert not at.info and metric(at, "p-value") == f"{res.p_value:.3g}"
+
+    at.text_area(key="ctl_prompt").set_value("<b>")  # bad input: a message, Run disabled, result kept
+    rerun(at)
+    assert "'<'" in at.error[0].value and at.button(key="ex_run").disabled
+    assert metric(at, "p-value") == f"{res.p_value:.3g}"
+    # A rule that cannot verify a tree: the engine's message, and the last result stays.
+    at.text_area(key="ctl_prompt").set_value("I am. I as. I at. I a")  # the trie branches after "I a"
+    at.selectbox(key="ctl_drafter").set_value("trie")
+    at.selectbox(key="ctl_verification").set_value("nasd-seed")
+    at.number_input(key="ex_samples").set_value(100)
+    rerun(at).button(key="ex_run").click()
+    rerun(at)
+    assert any("verifies chains only" in e.value for e in at.error)
+    assert metric(at, "p-value") == f"{res.p_value:.3g}"
+
+
+def test_exactness_lab_catches_seed_004s_rule():
+    at = open_page("exactness")
+    at.button(key="ex_demo").click()
+    rerun(at)
+    state = at.session_state
+    assert state["ctl_verification"] == "nasd-seed" and state["ctl_drafter"] == "nasd"
+    assert state["ctl_prompt"] == preset("Repetitive").text
+    at.number_input(key="ex_samples").set_value(200)
+    at.radio(key="ex_tokens").set_value(2)
+    at.button(key="ex_run").click()
+    rerun(at)
+    assert any("NOT the target's distribution" in e.value for e in at.error), [e.value for e in at.error]
+    at.button(key="ex_demo").click()  # now "back to the lossless rule"
+    rerun(at)
+    assert at.session_state["ctl_verification"] == "lossless"
+    at.button(key="ex_run").click()
+    rerun(at)
+    assert not at.error and len(at.success) == 2
+
+
+# Guided lesson
+
+
+def lesson_trace(target, settings: Settings, text: str):
+    gen = Generation(target, target.tokenizer.encode(text), settings)
+    while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
+        gen.step()
+    return gen.trace
+
+
+def test_the_lessons_example_shows_every_case(target):
+    trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
+    main, bonus = lesson.pick_rounds(trace.rounds)
+    assert main.n_accepted >= 1 and main.correction is not None and bonus.bonus is not None
+    steps = lesson.steps(trace.rounds, trace.vocab, lesson.EXAMPLE)
+    assert 9 <= len(steps) <= 14
+    checks = [s for s in steps if s.parts == ("check",)]
+    assert len(checks) == len(main.positions)
+    for s, pos in zip(checks, main.positions, strict=True):
+        assert f"{pos.q_x:.3f}" in s.text and f"{pos.p_x:.3f}" in s.text
+        assert ("accepted" if pos.accepted else "rejected") in s.outcome and "accepted**" not in s.text
+    rows = {g["metric"]: g for g in lesson.glossary(trace.rounds, 4)}
+    tried = sum(len(r.positions) for r in trace.rounds)
+    accepted = sum(r.n_accepted for r in trace.rounds)
+    assert rows["Acceptance rate α"]["counts"] == f"{accepted} / {tried}"
+    assert rows["Tokens per target forward pass"]["counts"] == f"{len(trace.tokens)} / {len(trace.rounds)}"
+    assert {"Accepted length", "Acceptance rate per position", "Speedup"} <= set(rows)
+
+
+def test_question_bars_hide_the_verdict(target):
+    trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
+    pos = trace.rounds[0].positions[-1]
+    fig = lesson_charts.question_bars(pos, trace.vocab)
+    text = fig.layout.title.text + " ".join(a.text for a in fig.layout.annotations)
+    assert "rejected" not in text.replace("accepted or rejected?", "") and "u=" not in text
+    go.Figure(fig.to_dict())
+
+
+def step_title(at: AppTest) -> str:
+    return at.subheader[0].value
+
+
+def next_step(at: AppTest, times: int = 1) -> AppTest:
+    for _ in range(times):
+        at.button(key="lesson_next").click()
+        rerun(at)
+    return at
+
+
+def test_lesson_walks_through_the_round(target):
+    at = open_page("lesson")
+    trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
+    main = trace.rounds[0]
+    assert step_title(at) == "The setup" and not at.get("plotly_chart")
+    next_step(at, 3)  # setup, draft, verify: then the first check
+    pos = main.positions[0]
+    assert step_title(at).startswith("3.1 Check draft 1")
+    spec = chart(at, "Depth 1")
+    assert f"p/q={pos.ratio:.3f}" in spec["layout"]["title"]["text"] and len(at.get("plotly_chart")) == 1
+    next_step(at, len(main.positions))
+    assert "last character" in step_title(at)
+    assert chart(at, "Residual")["data"][0]["y"][0] == max(main.residual)
+    while not at.button(key="lesson_next").disabled:
+        next_step(at)
+    assert step_title(at).startswith("8. The numbers")
+    table = at.table[0].value
+    tried = sum(len(r.positions) for r in trace.rounds)
+    accepted = sum(r.n_accepted for r in trace.rounds)
+    assert f"{accepted} / {tried}" in list(table["counts"])
+    at.button(key="lesson_restart").click()
+    rerun(at)
+    assert step_title(at) == "The setup"
+
+
+def test_lesson_predict_then_reveal(target):
+    trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
+    verdicts = [p.accepted for p in trace.rounds[0].positions]
+    at = open_page("lesson")
+    at.toggle(key="lesson_predict").set_value(True)
+    next_step(rerun(at), 3)
+    title = chart(at, "Depth 1")["layout"]["title"]["text"]
+    assert "u=" not in title
+    at.button(key="lesson_reveal_3").click()  # no prediction yet: asked to choose
+    rerun(at)
+    assert "Pick a prediction first" in at.warning[0].value
+    at.radio(key="lesson_guess_3").set_value("accepted" if verdicts[0] else "rejected")  # right
+    at.button(key="lesson_reveal_3").click()
+    rerun(at)
+    assert "right." in at.success[0].value and "Score: 1 of 1" in at.caption[0].value
+    assert "u=" in chart(at, "Depth 1")["layout"]["title"]["text"]  # the verdict is out
+    next_step(at)
+    at.radio(key="lesson_guess_4").set_value("rejected" if verdicts[1] else "accepted")  # wrong
+    at.button(key="lesson_reveal_4").click()
+    rerun(at)
+    assert "not this time" in at.warning[0].value and "Score: 1 of 2" in at.caption[0].value
+
+
+def test_lesson_follows_the_sidebar():
+    at = open_page("lesson")
+    at.radio(key="lesson_source").set_value("The sidebar's run")
+    at.selectbox(key="ctl_drafter").set_value("none")
+    rerun(at)
+    assert "drafted nothing" in at.warning[0].value
+    at.selectbox(key="ctl_drafter").set_value("bigram")
+    rerun(at)
+    assert step_title(at) == "The setup" and "(bigram)" in at.markdown[0].value
+    at.text_area(key="ctl_prompt").set_value("")
+    rerun(at)
+    assert "prompt is empty" in at.error[0].value and "need fixing" in at.info[0].value
+
+
+# One real-browser check per page
+
+
+def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
+    page.goto(f"{app_url}/acceptance")
+    page.get_by_role("heading", name="Acceptance math").wait_for(timeout=120_000)
+    wait_idle(page)
+    page.get_by_text("bump", exact=True).click()
+    wait_idle(page)
+    plots = page.locator(".js-plotly-plot")
+    plots.nth(4).wait_for(state="visible")  # plotly draws after the script run has finished
+    assert plots.first.is_visible()
+    p, q = toy.make_pair(shape="bump")
+    assert f"{toy.overlap(p, q).alpha:.4f}" in page.get_by_test_id("stMetric").first.inner_text()
+    page.screenshot(path=tmp_path / "acceptance.png", full_page=True)
+
+    page.goto(f"{app_url}/exactness")
+    page.get_by_role("button", name="Run").wait_for(timeout=120_000)
+    wait_idle(page)
+    box = page.get_by_role("spinbutton", name="Generations N")
+    box.fill("100")
+    box.press("Enter")
+    wait_idle(page)
+    page.get_by_test_id("stRadioGroup").get_by_text("2", exact=True).click()
+    wait_idle(page)
+    page.get_by_role("button", name="Run").click()
+    page.get_by_text("Chi-square statistic").wait_for(timeout=300_000)
+    wait_idle(page)
+    page.locator(".js-plotly-plot").first.wait_for(state="visible")
+    assert "100 runs" in page.locator(".js-plotly-plot").first.inner_text()
+    page.screenshot(path=tmp_path / "exactness.png", full_page=True)
+
+    page.goto(f"{app_url}/lesson")
+    page.get_by_role("heading", name="The setup").wait_for(timeout=120_000)
+    wait_idle(page)
+    page.get_by_text("Predict, then reveal").click()
+    wait_idle(page)
+    for _ in range(3):
+        page.get_by_role("button", name="Next").click()
+        wait_idle(page)
+    page.get_by_role("heading", name="3.1 Check draft 1").wait_for()
+    page.locator(".js-plotly-plot").first.wait_for(state="visible")
+    assert "accepted or rejected?" in page.locator(".js-plotly-plot").first.inner_text()
+    page.get_by_text("accepted", exact=True).click()
+    page.get_by_role("button", name="Reveal", exact=True).click()
+    wait_idle(page)
+    assert page.get_by_text("You predicted").is_visible()
+    page.screenshot(path=tmp_path / "lesson.png", full_page=True)

@@ -80,14 +80,21 @@ class CausalSelfAttention(nn.Module):
             v = torch.cat([past_kv[1], v], dim=2)  # (B, nh, P+T, hs)
         # The plain causal case (training, prefill) takes the fused is_causal path.
         is_causal = attn_mask is None and past_kv is None and T > 1
-        y = F.scaled_dot_product_attention(
-            q,
-            k,
-            v,
-            attn_mask=attn_mask,
-            dropout_p=self.attn_dropout if self.training else 0.0,
-            is_causal=is_causal,
-        )  # (B, nh, T, hs)
+        if attn_mask is None or self.training:
+            y = F.scaled_dot_product_attention(
+                q,
+                k,
+                v,
+                attn_mask=attn_mask,
+                dropout_p=self.attn_dropout if self.training else 0.0,
+                is_causal=is_causal,
+            )  # (B, nh, T, hs)
+        else:
+            # Drafts after a cache need a mask, and with one torch's CPU attention falls back to a
+            # generic kernel that is slower than the same math written out.
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hs))  # (B, nh, T, P+T)
+            att = att.masked_fill(~attn_mask, float("-inf")).softmax(dim=-1)
+            y = att @ v  # (B, nh, T, hs)
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y)), (k, v)
 
@@ -163,10 +170,10 @@ class GPT(nn.Module):
         pos = torch.as_tensor(pos, dtype=torch.long, device=idx.device)
         if pos.shape[-1] != T:
             raise ValueError(f"got {T} tokens but {pos.shape[-1]} position ids")
-        if pos.numel() and (pos.min() < 0 or pos.max() >= self.config.block_size):
-            bad = pos.max().item() if pos.max() >= self.config.block_size else pos.min().item()
+        lo, hi = (int(p) for p in pos.aminmax()) if pos.numel() else (0, 0)  # one op, not four
+        if lo < 0 or hi >= self.config.block_size:
             raise PositionError(
-                f"position {bad} is outside the model's context window "
+                f"position {hi if hi >= self.config.block_size else lo} is outside the model's context window "
                 f"(block_size {self.config.block_size}: positions 0..{self.config.block_size - 1})"
             )
         if attn_mask is None and P > 0 and T > 1:

@@ -55,27 +55,35 @@ class CachedModel:
         """Make the cache hold context[s:-1] for this context's window start s, reusing the
         longest common prefix (trimming what the last round rejected). True if the window
         moved and the cache was rebuilt (a re-prefill)."""
+        moved = self.trim_to(context)
+        want = context[self.start : -1]
+        if len(want) > self.length:
+            _, cache = self.forward(want[self.length :], list(range(self.length, len(want))))
+            self.commit(cache, want)
+        return moved
+
+    def next_logits(self, context: list[int]) -> torch.Tensor:
+        """Logits for the token after ``context`` (the cache then holds all of it): one forward
+        pass over whatever the cache lacks, the last token included. (V,)"""
+        self.trim_to(context)
+        seen = context[self.start :]
+        logits, cache = self.forward(seen[self.length :], list(range(self.length, len(seen))))
+        self.commit(cache, seen)
+        return logits[-1]
+
+    def trim_to(self, context: list[int]) -> bool:
+        """Keep only the longest common prefix of the cache and context[s:-1] (nothing if the
+        window start s moved; then True). Feeds nothing."""
         s = window_start(len(context), self.block_size)
         moved = s != self.start
         if moved:
             self.commit(None, [])
             self.start = s
-        want = context[s:-1]
         keep = 0
-        for a, b in zip(self.cached, want, strict=False):
+        for a, b in zip(self.cached, context[s:-1], strict=False):
             if a != b:
                 break
             keep += 1
         if keep < len(self.cached):
             self.commit(self.cache.trim(keep) if keep else None, self.cached[:keep])
-        if len(want) > keep:
-            _, cache = self.forward(want[keep:], list(range(keep, len(want))))
-            self.commit(cache, list(want))
         return moved
-
-    def next_logits(self, context: list[int]) -> torch.Tensor:
-        """Logits for the token after ``context`` (the cache then holds all of it). (V,)"""
-        self.sync(context)
-        logits, cache = self.forward([context[-1]], [self.length])
-        self.commit(cache, self.cached + [context[-1]])
-        return logits[-1]

@@ -8,15 +8,18 @@ import argparse
 import json
 import sys
 from dataclasses import fields
+from pathlib import Path
 
+import torch
 from tqdm import tqdm
 
-from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, checkpoint_path, load_checkpoint
+from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, atomic_write, checkpoint_path, load_checkpoint
 from models.tokenizer import UnknownCharactersError
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.exactness import run_exactness
 from specviz.model_card import render_card
+from specviz.presets import PRESETS, preset
 
 
 class CLIError(Exception):
@@ -164,6 +167,79 @@ def cmd_model_card(args) -> None:
     print(f"wrote {args.out}")
 
 
+def cmd_bench(args) -> None:
+    from specviz import bench
+
+    quick = bench.QUICK if args.quick else bench.FULL
+    prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
+    max_new_tokens = quick["max_new_tokens"] if args.max_new_tokens is None else args.max_new_tokens
+    repeats = quick["repeats"] if args.repeats is None else args.repeats
+    if not 1 <= repeats <= 100:
+        raise CLIError(f"--repeats must be between 1 and 100, got {repeats}")
+    if args.threads is not None and not 1 <= args.threads <= 256:
+        raise CLIError(f"--threads must be between 1 and 256, got {args.threads}")
+    try:
+        Settings(k=args.k, max_new_tokens=max_new_tokens).check()
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if args.out and Path(args.out).is_dir():
+        raise CLIError(f"--out {args.out} is a directory")
+    hf = not args.no_transformers and bench.transformers_available()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    with tqdm(desc="benchmark", unit="run", disable=None, file=sys.stderr) as bar:
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
+                               seed=args.seed, progress=progress, transformers=hf)  # fmt: skip
+    text = bench.rows_to_jsonl(rows)
+    if args.out:
+        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
+    if args.json:
+        sys.stdout.write(text)
+        return
+    print(bench.format_table(rows), end="")
+    print(bench.NOTES if hf else bench.NOTES_NO_HF)
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_bench_chart(args) -> None:
+    from specviz.bench import rows_from_jsonl
+    from specviz.bench_chart import bench_chart
+
+    try:
+        text = Path(args.rows).read_text()
+    except OSError as e:
+        raise CLIError(f"cannot read {args.rows}: {e.strerror}") from None
+    try:
+        rows = rows_from_jsonl(text)
+        if Path(args.png).is_dir():
+            raise ValueError(f"{args.png} is a directory")
+        bench_chart(rows, args.png, args.title)
+    except ValueError as e:
+        raise CLIError(f"{args.rows}: {e}") from None
+    except ImportError:
+        raise CLIError("bench-chart needs matplotlib: pip install -r requirements-dev.txt") from None
+    print(f"wrote {args.png}")
+
+
+def cmd_export_hf(args) -> None:
+    from specviz.export_hf import export_hf
+
+    target = load_checkpoint(args.model)
+    try:
+        paths = export_hf(target, args.dir)
+    except (NotADirectoryError, FileExistsError, PermissionError) as e:
+        raise CLIError(f"cannot write to {args.dir}: {e.strerror or e}") from None
+    for p in paths:
+        print(f"wrote {p}")
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m specviz", description="specviz: speculative decoding, step by step")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -180,6 +256,26 @@ def build_parser() -> OneLineParser:
     card = sub.add_parser("model-card", help="regenerate models/README.md from the checkpoints")
     card.add_argument("--out", default="models/README.md")
     card.set_defaults(func=cmd_model_card)
+    b = sub.add_parser("bench", help="every drafter against the baseline (and transformers), timed in one run")
+    b.add_argument("--json", action="store_true", help="print one JSON object per row (JSON lines)")
+    b.add_argument("--quick", action="store_true", help="3 prompts, 32 tokens each: CI's smoke test")
+    b.add_argument("--k", type=int, default=4, help="draft length K (1..32)")
+    b.add_argument("--repeats", type=int, default=None, help="interleaved repeats, median reported (default 3)")
+    b.add_argument("--max-new-tokens", type=int, default=None, help="new tokens per prompt (default 256, quick 32)")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    b.add_argument("--no-transformers", action="store_true", help="skip the comparison with transformers")
+    b.add_argument("--out", help="also write the rows to this JSON-lines file")
+    b.set_defaults(func=cmd_bench)
+    chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")
+    chart.add_argument("rows", help="a file written by bench --out or bench --json")
+    chart.add_argument("png", help="the PNG to write")
+    chart.add_argument("--title", default="", help="a line above the chart")
+    chart.set_defaults(func=cmd_bench_chart)
+    hf = sub.add_parser("export-hf", help="write the target as a transformers GPT2LMHeadModel directory")
+    hf.add_argument("dir", help="output directory (created if missing): config.json and model.safetensors")
+    hf.add_argument("--model", default="target", help="checkpoint: target or tiny (or a path)")
+    hf.set_defaults(func=cmd_export_hf)
     return parser
 
 

@@ -1,7 +1,8 @@
 """Neural draft (seed 003, classic speculative sampling): the tiny nanoGPT drafts
 autoregressively with its own KV cache. At the start of each round the cache is trimmed to
 the tokens the target accepted (the longest common prefix with the real context), in step
-with the target's own trim, and only the missing tokens are fed."""
+with the target's own trim, and only the missing tokens are fed, in the same forward pass as
+the first drafted position: K tiny forward passes per round, not K + 1."""
 
 from models.gpt import GPT
 from specviz.cached_model import CachedModel
@@ -18,8 +19,8 @@ class NeuralDrafter(Drafter):
 
     def draft(self, context, k, temperature, gen):
         before = self.lm.length
-        self.lm.sync(context)  # trims the rejected drafts of the last round
-        synced = self.lm.length
+        self.lm.trim_to(context)  # drops the rejected drafts of the last round
+        synced = self.lm.length  # what is missing is fed with the first drafted position
 
         def next_dist(seq):
             # Untempered probabilities: sample_chain applies the temperature once.

@@ -1,0 +1,311 @@
+"""How much faster is speculative decoding, really? Every drafter against the KV-cached baseline,
+measured side by side in one run, through exactly the engine the app uses (``Generation.run``).
+
+Timing on a shared 2-core machine is noisy, so the runs are interleaved: for each repeat, for
+each temperature, for each prompt, every drafter runs once, back to back. A drafter's speedup
+in a repeat is the baseline's time over its time *in that repeat*; the row reports the median
+over repeats. Greedy (temperature 0) outputs must equal the baseline's token for token; each
+row says whether they did.
+
+Two suites, told apart by the row's ``suite``:
+
+    main             every drafter, the whole prompt set, ``max_new_tokens`` each; past the
+                     model's 256 positions the engine slides its context window
+    vs-transformers  our baseline and prompt lookup against transformers' greedy ``generate``
+                     and its prompt-lookup decoding, same weights, temperature 0. A GPT-2 with
+                     n_positions=256 cannot slide a window, so here n = min(max_new_tokens, 128)
+                     tokens are generated after each prompt cut to its last 256 - n - K tokens
+                     (transformers' prompt lookup verifies up to K positions past the end): prompt
+                     and output fit in one window, for both implementations alike.
+
+Rows are plain dicts (``BenchRow`` fields); ``rows_to_jsonl`` / ``rows_from_jsonl`` are the
+file format the CLI writes and the app's Drafter shoot-out page reads.
+"""
+
+import json
+import os
+import statistics
+import time
+from dataclasses import asdict, dataclass, fields
+
+import torch
+
+from models.checkpoint import Checkpoint
+from specviz.drafters import DRAFTERS
+from specviz.engine import Generation, Settings
+from specviz.presets import PRESETS, Preset
+
+TEMPERATURES = (0.0, 0.8)
+BASELINE = "none"
+HF_DRAFTERS = ("none", "prompt-lookup")  # what transformers can do too: greedy and prompt lookup
+HF_MAX_NEW_TOKENS = 128
+FULL = {"max_new_tokens": 256, "repeats": 3}  # every preset
+# --quick (CI's smoke test): one prompt of each of three kinds, few tokens, still 3 repeats
+QUICK = {"prompts": ("Free verse", "Repetitive", "Quote a passage"), "max_new_tokens": 32, "repeats": 3}
+
+
+@dataclass
+class BenchRow:
+    impl: str  # "specviz" or "transformers"
+    suite: str  # "main" or "vs-transformers" (see the module docstring)
+    drafter: str  # "none" is the baseline (plain KV-cached decoding, or transformers' greedy generate)
+    temperature: float
+    k: int
+    prompts: int  # prompts in the set
+    new_tokens: int  # new tokens asked per prompt
+    repeats: int
+    tokens: int  # tokens generated over the prompt set, in one repeat
+    target_forwards: int  # target forward passes that produced tokens (prefill excluded), one repeat
+    tokens_per_forward: float  # the ideal speedup if drafting and verifying K+1 tokens were free
+    acceptance_rate: float | None  # accepted / drafted tokens checked; None with nothing drafted
+    seconds: float  # wall time of one repeat over the prompt set (median)
+    tokens_per_s: float  # tokens / seconds (median over repeats)
+    speedup: float  # over the baseline of the same suite and repeat (median over repeats)
+    fraction_of_ideal: float | None  # speedup / tokens_per_forward: how much of the ideal is kept
+    draft_s: float | None  # time drafting, one repeat (median); None for transformers
+    verify_s: float | None  # time in the target's verification passes
+    accept_s: float | None  # time accepting, trimming the cache and recording
+    draft_cost: float | None  # time per drafted token / time per baseline forward pass (c)
+    verify_cost: float | None  # time per verification pass / time per baseline forward pass
+    same_as_baseline: bool | None  # temperature 0: the same tokens as the baseline; else None
+    threads: int  # torch.get_num_threads() during the run
+    version: str  # "specviz (torch 2.13.0+cpu)" or "transformers 5.23.0 (torch ...)"
+
+
+def rows_to_jsonl(rows: list[dict]) -> str:
+    """One JSON object per line, keys in BenchRow order."""
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+def rows_from_jsonl(text: str) -> list[dict]:
+    """Parse rows written by rows_to_jsonl; ValueError (with the line number) on a bad line."""
+    names = {f.name for f in fields(BenchRow)}
+    rows = []
+    for i, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"line {i} is not JSON: {e.msg}") from None
+        missing = names - set(row) if isinstance(row, dict) else names
+        if missing:
+            raise ValueError(f"line {i} is not a benchmark row: missing {', '.join(sorted(missing))}")
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class _Run:
+    """One generation's measurements."""
+
+    tokens: list[int]
+    seconds: float
+    forwards: int
+    drafted: int = 0
+    tried: int = 0
+    accepted: int = 0
+    draft_s: float = 0.0
+    verify_s: float = 0.0
+    accept_s: float = 0.0
+
+
+def _specviz_run(target, tiny, prompt, drafter, temperature, k, n, seed) -> _Run:
+    settings = Settings(drafter=drafter, k=k, temperature=temperature, max_new_tokens=n, seed=seed)
+    t0 = time.perf_counter()
+    trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None).run()
+    seconds = time.perf_counter() - t0
+    s = trace.summary()
+    return _Run(trace.tokens, seconds, s["target_forwards"], s["drafted"], s["tried"], s["accepted"],
+                sum(r.draft_s for r in trace.rounds), sum(r.verify_s for r in trace.rounds),
+                sum(r.accept_s for r in trace.rounds))  # fmt: skip
+
+
+def _hf_run(hf, prompt, drafter, k, n, calls) -> _Run:
+    kwargs = {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": 3} if drafter == "prompt-lookup" else {}
+    ids = torch.tensor([prompt])
+    before = calls[0]
+    t0 = time.perf_counter()
+    with torch.no_grad():
+        out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n,
+                          do_sample=False, use_cache=True, **kwargs)  # fmt: skip
+    seconds = time.perf_counter() - t0
+    tokens = out[0, len(prompt) :].tolist()
+    if len(tokens) != n:
+        raise RuntimeError(f"transformers generated {len(tokens)} tokens, asked for {n}")
+    return _Run(tokens, seconds, calls[0] - before)  # its first pass (the prefill) emits a token
+
+
+def _total(reps, attr) -> float:
+    """Median over repeats of a per-prompt measurement summed over the prompt set."""
+    return statistics.median(sum(getattr(r, attr) for r in rep) for rep in reps)
+
+
+def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
+    """One row per (drafter, temperature) of ``impl``. runs[(impl, drafter, T)] is a list over
+    repeats of lists over prompts of _Run; ``baseline`` is the (impl, drafter) speedups divide."""
+    rows = []
+    for (i, drafter, T), reps in runs.items():
+        if i != impl:
+            continue
+        base = runs[(*baseline, T)]
+        first, base_first = reps[0], base[0]  # counts are the same in every repeat: same seeds, same work
+        tokens, forwards = sum(len(r.tokens) for r in first), sum(r.forwards for r in first)
+        drafted, tried = sum(r.drafted for r in first), sum(r.tried for r in first)
+        accepted = sum(r.accepted for r in first)
+        secs = [sum(r.seconds for r in rep) for rep in reps]
+        base_secs = [sum(r.seconds for r in rep) for rep in base]
+        speedup = statistics.median(b / s for b, s in zip(base_secs, secs, strict=True))
+        tpf = tokens / forwards
+        timing = {"draft_s": None, "verify_s": None, "accept_s": None, "draft_cost": None, "verify_cost": None}
+        if impl == "specviz":  # the engine's rounds time their phases; transformers' do not
+            timing = {a: _total(reps, a) for a in ("draft_s", "verify_s", "accept_s")}
+            base_forward = _total(base, "verify_s") / sum(r.forwards for r in base_first)
+            timing["draft_cost"] = timing["draft_s"] / drafted / base_forward if drafted else 0.0
+            timing["verify_cost"] = timing["verify_s"] / forwards / base_forward
+        same = all(r.tokens == b.tokens for r, b in zip(first, base_first, strict=True)) if T == 0 else None
+        row = BenchRow(
+            impl=impl, suite=suite, drafter=drafter, temperature=T, **common, tokens=tokens,
+            target_forwards=forwards, tokens_per_forward=tpf, acceptance_rate=accepted / tried if tried else None,
+            seconds=statistics.median(secs), tokens_per_s=statistics.median(tokens / s for s in secs),
+            speedup=speedup, fraction_of_ideal=speedup / tpf if impl == "specviz" else None, **timing,
+            same_as_baseline=same, threads=torch.get_num_threads(), version=version,
+        )  # fmt: skip
+        rows.append(asdict(row))
+    return rows
+
+
+def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset] | None = None,
+              drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
+              repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False) -> list[dict]:  # fmt: skip
+    """Benchmark rows, one per (drafter, temperature) of the main suite, then, with
+    ``transformers=True`` (needs the package), the vs-transformers suite.
+
+    ``tiny`` is the neural drafter's checkpoint (None: leave "neural" out of ``drafters``).
+    ``progress(done, total)`` is called after every generation."""
+    prompts = list(PRESETS if prompts is None else prompts)
+    drafters = list(dict.fromkeys([BASELINE, *drafters]))  # the baseline always runs, first
+    Settings(k=k, max_new_tokens=max_new_tokens).check()
+    if not prompts or repeats < 1 or not temperatures:
+        raise ValueError("the benchmark needs at least one prompt, one temperature and one repeat")
+    if "neural" in drafters and tiny is None:
+        raise ValueError("the neural drafter needs the tiny checkpoint")
+    ids = [target.tokenizer.encode(p.text) for p in prompts]
+    hf = _load_hf(target) if transformers else None
+    B = target.config.block_size
+    n_hf = min(max_new_tokens, HF_MAX_NEW_TOKENS, B // 2)
+    # transformers' prompt lookup may verify up to k positions past the last one it keeps
+    hf_ids = [p[-(B - n_hf - k) :] for p in ids]
+    total = repeats * (len(temperatures) * len(prompts) * len(drafters) + (4 * len(prompts) if hf else 0))
+    done = 0
+
+    def tick():
+        nonlocal done
+        done += 1
+        if progress:
+            progress(done, total)
+
+    main, versus = {}, {}
+    for _ in range(repeats):
+        for T in temperatures:
+            per_drafter = {d: [] for d in drafters}
+            for j, prompt in enumerate(ids):
+                for d in drafters:
+                    per_drafter[d].append(_specviz_run(target, tiny, prompt, d, T, k, max_new_tokens, seed + j))
+                    tick()
+            for d in drafters:
+                main.setdefault(("specviz", d, T), []).append(per_drafter[d])
+        if hf:
+            model, calls = hf
+            per = {(i, d): [] for i in ("specviz", "transformers") for d in HF_DRAFTERS}
+            for prompt in hf_ids:
+                for d in HF_DRAFTERS:
+                    per[("specviz", d)].append(_specviz_run(target, None, prompt, d, 0.0, k, n_hf, seed))
+                    tick()
+                    per[("transformers", d)].append(_hf_run(model, prompt, d, k, n_hf, calls))
+                    tick()
+            for (i, d), runs in per.items():
+                versus.setdefault((i, d, 0.0), []).append(runs)
+
+    ours = f"specviz (torch {torch.__version__})"
+    common = {"k": k, "prompts": len(prompts), "repeats": repeats}
+    rows = _rows(main, "specviz", "main", ("specviz", BASELINE), ours, new_tokens=max_new_tokens, **common)
+    if hf:
+        import transformers as tf
+
+        theirs = f"transformers {tf.__version__} (torch {torch.__version__})"
+        for impl, version in (("specviz", ours), ("transformers", theirs)):
+            rows += _rows(versus, impl, "vs-transformers", ("specviz", BASELINE), version, new_tokens=n_hf, **common)
+    return rows
+
+
+def _load_hf(target: Checkpoint):
+    """The target as a transformers model, and a one-element list counting its forward passes."""
+    os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may be downloaded (nothing needs to be: see hf_model)
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    import transformers
+
+    from specviz.export_hf import hf_model
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    model = hf_model(target)
+    calls = [0]
+    model.register_forward_pre_hook(lambda *_: calls.__setitem__(0, calls[0] + 1))
+    return model, calls
+
+
+def transformers_available() -> bool:
+    try:
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+NOTES_NO_HF = """\
+tok/fwd: tokens per target forward pass, the speedup if drafting and verifying K+1 tokens cost
+nothing. speedup: over the KV-cached baseline (drafter none) in the same run, median of interleaved
+repeats. of ideal: speedup / tok/fwd. draft c: time to draft one token, verify v: time of one
+verification pass, both relative to one baseline forward pass. same: greedy output identical to the
+baseline's."""
+
+NOTES = (
+    NOTES_NO_HF
+    + """
+vs-transformers: a GPT-2 with 256 positions cannot slide its context window, so in this suite both
+implementations generate n tokens after each prompt cut to its last 256 - n - K tokens (all in one
+window); its speedups are over our baseline in the same suite."""
+)
+
+COLUMNS = (  # (header, key, format) of the readable table
+    ("suite", "suite", "{}"),
+    ("impl", "impl", "{}"),
+    ("drafter", "drafter", "{}"),
+    ("T", "temperature", "{:g}"),
+    ("tok/fwd", "tokens_per_forward", "{:.2f}"),
+    ("accept", "acceptance_rate", "{:.0%}"),
+    ("tok/s", "tokens_per_s", "{:.0f}"),
+    ("speedup", "speedup", "{:.2f}x"),
+    ("of ideal", "fraction_of_ideal", "{:.0%}"),
+    ("draft c", "draft_cost", "{:.3f}"),
+    ("verify v", "verify_cost", "{:.2f}"),
+    ("same", "same_as_baseline", "{}"),
+)
+
+
+def format_table(rows: list[dict], markdown: bool = False) -> str:
+    """The rows as an aligned text table (or a Markdown one). Missing values print as '-'."""
+    cells = [[h for h, _, _ in COLUMNS]]
+    for r in rows:
+        cells.append(["-" if r[key] is None else fmt.format(r[key]) for _, key, fmt in COLUMNS])
+    if markdown:
+        lines = ["| " + " | ".join(row) + " |" for row in cells]
+        lines.insert(1, "|" + "|".join("---" if i < 3 else "---:" for i in range(len(COLUMNS))) + "|")
+        return "\n".join(lines) + "\n"
+    widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for row in cells:
+        padded = [c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        lines.append("  ".join(padded).rstrip() + "\n")
+    return "".join(lines)

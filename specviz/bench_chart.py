@@ -1,0 +1,60 @@
+"""A static PNG of benchmark rows, for the README: per drafter, the measured speedup over the
+baseline next to its tokens per target forward pass (the speedup it would have if drafting and
+verifying were free), at each temperature; and, when the rows have them, tokens per second
+against transformers on the same weights. Needs matplotlib (a development dependency)."""
+
+from pathlib import Path
+
+from models.checkpoint import atomic_write
+
+
+def bench_chart(rows: list[dict], path, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: write the file only
+    import matplotlib.pyplot as plt
+
+    main = [r for r in rows if r["suite"] == "main"]
+    versus = [r for r in rows if r["suite"] == "vs-transformers"]
+    if not main:
+        raise ValueError("no rows of the main suite to chart")
+    drafters = list(dict.fromkeys(r["drafter"] for r in main))
+    temps = sorted({r["temperature"] for r in main})
+    fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(13 if versus else 8, 4.8), squeeze=False,
+                             gridspec_kw={"width_ratios": [2.2, 1]} if versus else None)  # fmt: skip
+    ax = axes[0][0]
+    width = 0.8 / len(temps)
+    colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    for j, T in enumerate(temps):
+        by = {r["drafter"]: r for r in main if r["temperature"] == T}
+        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(drafters))]
+        ideal = [by[d]["tokens_per_forward"] if d in by else 0 for d in drafters]
+        speed = [by[d]["speedup"] if d in by else 0 for d in drafters]
+        ax.bar(xs, ideal, width * 0.9, fill=False, edgecolor=colors[j % 4], linestyle="--",
+               label=f"T={T:g}: tokens per forward (ideal)")  # fmt: skip
+        bars = ax.bar(xs, speed, width * 0.9, color=colors[j % 4], alpha=0.85, label=f"T={T:g}: measured speedup")
+        ax.bar_label(bars, labels=[f"{s:.2f}" for s in speed], fontsize=7, padding=2)
+    ax.axhline(1.0, color="gray", linewidth=0.8)
+    ax.set_xticks(range(len(drafters)), drafters)
+    ax.set_ylabel("× the KV-cached baseline")
+    r0 = main[0]
+    ax.set_title(
+        f"Speedup and tokens per forward pass, K={r0['k']}, {r0['prompts']} prompts × {r0['new_tokens']} tokens"
+    )
+    ax.legend(fontsize=7, loc="upper left")
+    if versus:
+        ax = axes[0][1]
+        labels = [f"{r['impl']}\n{r['drafter'] if r['drafter'] != 'none' else 'greedy'}" for r in versus]
+        bars = ax.bar(range(len(versus)), [r["tokens_per_s"] for r in versus],
+                      color=["tab:blue" if r["impl"] == "specviz" else "tab:gray" for r in versus])  # fmt: skip
+        ax.bar_label(bars, fmt="%.0f", fontsize=8, padding=2)
+        ax.set_xticks(range(len(versus)), labels, fontsize=8)
+        ax.set_ylabel("tokens per second")
+        ax.set_title(f"Same weights, T=0, {versus[0]['new_tokens']} tokens in one window")
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))
+    plt.close(fig)
+    return path

@@ -1,0 +1,151 @@
+"""The benchmark: rows consistent with what was run, greedy outputs identical to the baseline's,
+the JSON-lines format round-trips, the transformers comparison runs the same algorithm, and the
+CLI works end to end (and refuses bad input with one line, exit 2)."""
+
+import json
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from models.checkpoint import load_checkpoint
+from specviz.bench import BenchRow, format_table, rows_from_jsonl, rows_to_jsonl, run_bench
+from specviz.bench_chart import bench_chart
+from specviz.cli import main
+from specviz.drafters import DRAFTERS
+from specviz.presets import PRESETS
+
+ROOT = Path(__file__).resolve().parents[1]
+N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick
+
+
+@pytest.fixture(scope="module")
+def target():
+    return load_checkpoint("target")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_checkpoint("tiny")
+
+
+@pytest.fixture(scope="module")
+def bench(target, tiny):
+    calls = []
+    rows = run_bench(target, tiny, PRESETS[:2], max_new_tokens=N, repeats=3, progress=lambda *a: calls.append(a))
+    return rows, calls
+
+
+def test_rows_are_consistent(bench):
+    rows, calls = bench
+    names = [f.name for f in fields(BenchRow)]
+    assert all(list(r) == names for r in rows)
+    assert [(r["drafter"], r["temperature"]) for r in rows] == [(d, T) for T in (0.0, 0.8) for d in DRAFTERS]
+    total = 3 * 2 * 2 * len(DRAFTERS)  # repeats x temperatures x prompts x drafters
+    assert calls == [(i, total) for i in range(1, total + 1)]
+    for r in rows:
+        assert r["impl"] == "specviz" and r["suite"] == "main" and r["k"] == 4 and r["repeats"] == 3
+        assert r["prompts"] == 2 and r["new_tokens"] == N and r["tokens"] == 2 * N
+        assert r["tokens_per_forward"] == pytest.approx(r["tokens"] / r["target_forwards"])
+        assert 1 <= r["tokens_per_forward"] <= r["k"] + 1
+        assert r["fraction_of_ideal"] == pytest.approx(r["speedup"] / r["tokens_per_forward"])
+        assert r["tokens_per_s"] > 0 and r["seconds"] > 0 and r["speedup"] > 0
+        assert r["draft_s"] >= 0 and r["verify_s"] > 0 and r["accept_s"] >= 0
+        assert r["draft_s"] + r["verify_s"] + r["accept_s"] <= r["seconds"] * 1.5  # phases of the same runs
+        if r["drafter"] == "none":
+            # by construction: the baseline divided by itself, one token per forward pass, nothing drafted
+            assert r["speedup"] == 1.0 and r["tokens_per_forward"] == 1.0 and r["fraction_of_ideal"] == 1.0
+            assert r["acceptance_rate"] is None and r["draft_cost"] == 0.0
+            assert r["verify_cost"] == pytest.approx(1.0)
+        else:
+            assert 0 <= r["acceptance_rate"] <= 1 and r["draft_cost"] >= 0 and r["verify_cost"] > 0
+        # lossless: at temperature 0 every drafter emits exactly the baseline's tokens
+        assert r["same_as_baseline"] is (True if r["temperature"] == 0 else None)
+    by = {(r["drafter"], r["temperature"]): r for r in rows}
+    # a forward pass of the tiny model costs far more than looking up the context
+    assert by[("neural", 0.0)]["draft_cost"] > 5 * by[("prompt-lookup", 0.0)]["draft_cost"]
+    assert by[("neural", 0.0)]["tokens_per_forward"] > 1.5  # the tiny model's drafts do get accepted
+
+
+def test_rows_round_trip_through_json_lines(bench):
+    rows, _ = bench
+    text = rows_to_jsonl(rows)
+    assert text.count("\n") == len(rows) and rows_from_jsonl(text) == rows
+    assert rows_from_jsonl("\n" + text + "\n\n") == rows  # blank lines are ignored
+    with pytest.raises(ValueError, match="line 2 is not JSON"):
+        rows_from_jsonl(text.splitlines()[0] + "\n{oops\n")
+    with pytest.raises(ValueError, match="line 1 is not a benchmark row: missing .*speedup"):
+        rows_from_jsonl(json.dumps({"drafter": "none"}))
+
+
+def test_table_and_chart(bench, tmp_path):
+    rows, _ = bench
+    table = format_table(rows).splitlines()
+    assert len(table) == len(rows) + 1 and table[0].split()[:3] == ["suite", "impl", "drafter"]
+    assert "1.00x" in table[1] and table[1].split()[5] == "-"  # the baseline: speedup 1, no acceptance
+    md = format_table(rows, markdown=True).splitlines()
+    assert md[0].startswith("| suite |") and set(md[1]) <= set("|-:") and len(md) == len(rows) + 2
+    png = bench_chart(rows, tmp_path / "bench.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_against_transformers_same_algorithm(target):
+    rows = run_bench(target, None, PRESETS[1:3], drafters=["prompt-lookup"], temperatures=[0.0], max_new_tokens=24,
+                     repeats=3, transformers=True)  # fmt: skip
+    versus = {(r["impl"], r["drafter"]): r for r in rows if r["suite"] == "vs-transformers"}
+    assert set(versus) == {(i, d) for i in ("specviz", "transformers") for d in ("none", "prompt-lookup")}
+    for r in versus.values():
+        assert r["same_as_baseline"] is True  # the exported weights decode greedily exactly as ours do
+        assert r["new_tokens"] == 24 and r["tokens"] == 48 and r["temperature"] == 0.0
+    assert versus[("transformers", "none")]["version"].startswith("transformers ")
+    assert versus[("transformers", "none")]["tokens_per_forward"] == 1.0
+    # transformers' prompt lookup proposes what ours does: the same number of forward passes
+    ours, theirs = versus[("specviz", "prompt-lookup")], versus[("transformers", "prompt-lookup")]
+    assert ours["target_forwards"] == theirs["target_forwards"] < ours["tokens"]
+    assert theirs["draft_cost"] is None and theirs["fraction_of_ideal"] is None
+
+
+def test_cli_bench_quick_json_smoke():
+    """CI's smoke test: the quick prompt set through the CLI, JSON lines on stdout (one repeat, to be quick)."""
+    proc = subprocess.run([sys.executable, "-m", "specviz", "bench", "--quick", "--json", "--repeats", "1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = rows_from_jsonl(proc.stdout)
+    main_rows = [r for r in rows if r["suite"] == "main"]
+    assert len(main_rows) == 2 * len(DRAFTERS) and all(r["prompts"] == 3 and r["new_tokens"] == 32 for r in main_rows)
+    assert {r["impl"] for r in rows} == {"specviz", "transformers"}  # transformers is a dev dependency
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_bench_table_and_out(capsys, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    argv = ["bench", "--quick", "--no-transformers", "--repeats", "1", "--max-new-tokens", "4", "--out", str(out)]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("suite") and "prompt-lookup" in text and f"wrote {out}" in text
+    rows = rows_from_jsonl(out.read_text())
+    assert len(rows) == 2 * len(DRAFTERS) and all(r["impl"] == "specviz" and r["new_tokens"] == 4 for r in rows)
+    png = tmp_path / "chart.png"
+    assert main(["bench-chart", str(out), str(png)]) == 0 and png.stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["bench", "--k", "0"], "K must be between 1 and 32"),
+        (["bench", "--k", "33"], "K must be between 1 and 32"),
+        (["bench", "--k", "four"], "invalid int value"),
+        (["bench", "--repeats", "0"], "--repeats must be between 1 and 100"),
+        (["bench", "--max-new-tokens", "0"], "between 1 and 4096"),
+        (["bench", "--threads", "0"], "--threads must be between 1 and 256"),
+        (["bench", "--out", "."], "--out . is a directory"),
+        (["bench-chart", "missing.jsonl", "x.png"], "cannot read missing.jsonl"),
+        (["bench-chart", "README.md", "x.png"], "README.md: line 1 is not JSON"),
+    ],
+)
+def test_bench_bad_input_one_line_exit_2(capsys, argv, message):
+    code, (out, err) = main(argv), capsys.readouterr()
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err

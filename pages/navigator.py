@@ -40,27 +40,15 @@ def _toggle_play() -> None:
 def navigator(session: Session, view) -> None:
     """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer."""
     c = st.columns([1, 1, 1, 1, 1, 2])
-    c[0].button(
-        "Reset",
-        icon=":material/first_page:",
-        on_click=_act,
-        args=("reset",),
-        key="nav_reset",
-        help="Back to the prompt (kept rounds stay).",
-    )
-    c[1].button(
-        "Previous",
-        icon=":material/chevron_left:",
-        on_click=_act,
-        args=("back",),
-        key="nav_back",
-        disabled=session.cursor == 0,
-    )
-    c[2].button("Next", icon=":material/chevron_right:", on_click=_act, args=("next",), key="nav_next", type="primary", disabled=session.at_end,
-                help="Show the next round; computes it if it is new.")  # fmt: skip
-    c[3].button(
-        "To the end", icon=":material/last_page:", on_click=_act, args=("end",), key="nav_end", disabled=session.at_end
-    )
+    buttons = [  # (label, icon, action, disabled, help)
+        ("Reset", "first_page", "reset", False, "Back to the prompt (kept rounds stay)."),
+        ("Previous", "chevron_left", "back", session.cursor == 0, "The round before; never recomputes."),
+        ("Next", "chevron_right", "next", session.at_end, "Show the next round; computes it if it is new."),
+        ("To the end", "last_page", "end", session.at_end, "Compute every remaining round."),
+    ]
+    for col, (label, icon, action, disabled, help) in zip(c, buttons, strict=False):
+        col.button(label, icon=f":material/{icon}:", on_click=_act, args=(action,), key=f"nav_{action}",
+                   disabled=disabled, help=help, type="primary" if action == "next" else "secondary")  # fmt: skip
     playing = st.session_state.get("playing", False) and not session.at_end
     c[4].button(
         "Pause" if playing else "Play",

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from pages.common import models_or_stop, page_setup
-from pages.controls import sidebar
+from pages.controls import valid_spec
 from pages.round_view import chart
 from specviz.bench import rows_from_jsonl
 from specviz.charts import shootout as charts
@@ -11,11 +11,10 @@ from specviz.shootout import SWEEP_KS, run_shootout
 
 
 def measure(spec) -> None:
-    """Run the shoot-out for ``spec`` with a progress bar; results are kept per settings."""
+    """Run the shoot-out for a valid ``spec`` with a progress bar; results are kept per settings."""
     target, tiny = models_or_stop()
     bar = st.progress(0.0, text="Starting...")
     try:
-        target.tokenizer.encode(spec.prompt)
         result = run_shootout(target, tiny, spec.prompt, spec.settings,
                               progress=lambda done, total: bar.progress(done / total, text=f"Run {done} of {total}"))  # fmt: skip
     except ValueError as e:
@@ -70,8 +69,9 @@ st.title("Drafter shoot-out")
 st.caption(f"Every drafter (knobs at their defaults) on the sidebar's prompt, seed, temperature and max new tokens, "
            f"timed against plain decoding in the same run: repeats interleaved, medians reported, "
            f"K swept over {', '.join(map(str, SWEEP_KS))} and the sidebar's K.")  # fmt: skip
-spec = sidebar()
-if st.button("Run the shoot-out", type="primary", key="shootout_run"):
+valid = valid_spec(models_or_stop()[0])  # says what is wrong with a bad prompt; None then
+spec = valid[0] if valid else st.session_state.spec
+if st.button("Run the shoot-out", type="primary", key="shootout_run", disabled=valid is None):
     measure(spec)
 results = st.session_state.get("shootout", {})
 if key(spec) in results:

@@ -1,15 +1,16 @@
 """How fast the app answers, measured the way a user meets it. Not a test: these machines are
 shared and noisy, so the script reports medians and leaves judging to the reader.
 
-    first load   a fresh `streamlit run app.py`, a browser opening /step, until the page shows
-                 the prompt and the Next button: model load, the first script run and the
-                 front end's own start-up included (Playwright + /usr/bin/chromium)
+    first load   a fresh `streamlit run app.py`, a fresh browser context opening /step, until the
+                 page shows the prompt and the Next button: model load, the first script run and
+                 the front end's own start-up included (Playwright + /usr/bin/chromium); the
+                 median over --loads fresh servers, optionally with the page cache emptied first
     next click   server time of one click on Next at K=4 on the target: the round computed and
                  the page script re-run, timed around AppTest's run (which adds its own
                  element-tree bookkeeping, so the figure is an upper bound)
     page render  each page's first script run in a new session, models already loaded
 
-Usage: .venv/bin/python benchmarks/app_speed.py [--clicks 30] [--json]
+Usage: .venv/bin/python benchmarks/app_speed.py [--clicks 30] [--loads 5] [--drop-caches] [--json]
 """
 
 import argparse
@@ -27,15 +28,18 @@ APP = str(ROOT / "app.py")
 PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"]
 
 
-def first_load_in_browser() -> float:
+def first_load_in_browser(drop_caches: bool) -> float:
+    """One fresh server and one fresh browser context (empty HTTP cache), as a first visit."""
     import subprocess
     import urllib.request
 
     from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
     from playwright.sync_api import sync_playwright
 
+    if drop_caches:  # as after a reboot: torch's libraries and the checkpoints come from disk
+        subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
     port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(port), "--server.headless", "true"]
+    cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(port)]  # settings: .streamlit/
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}"
@@ -47,7 +51,7 @@ def first_load_in_browser() -> float:
                 time.sleep(0.1)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-            page = browser.new_page()
+            page = browser.new_context().new_page()
             t0 = time.perf_counter()
             page.goto(f"{url}/step")
             page.locator(".sv-text").nth(1).wait_for(timeout=120_000)
@@ -85,10 +89,14 @@ def next_clicks(n: int) -> list[float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--clicks", type=int, default=30)
+    ap.add_argument("--loads", type=int, default=5, help="first loads, each on a fresh server")
+    ap.add_argument("--drop-caches", action="store_true", help="empty the page cache before each load (root)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    result = {"first_load_browser_s": first_load_in_browser()}
+    loads = [first_load_in_browser(args.drop_caches) for _ in range(args.loads)]
+    result = {"first_load_browser_median_s": statistics.median(loads), "first_load_browser_max_s": max(loads),
+              "first_loads": len(loads)}  # fmt: skip
     _, result["first_load_apptest_s"] = open_page("step")  # this process's first run: loads the models
     for name in PAGES:
         result[f"page_{name}_first_render_s"] = open_page(name)[1]

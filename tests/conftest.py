@@ -32,8 +32,8 @@ def app_url(tmp_path_factory):
     """Base URL of a running `streamlit run app.py`; its log is kept for a failing test."""
     port = free_port()
     log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port),
-           "--server.address", "127.0.0.1", "--server.headless", "true", "--server.fileWatcherType", "none"]  # fmt: skip
+    # The rest of the server's settings come from .streamlit/config.toml, as for a user.
+    cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address", "127.0.0.1"]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

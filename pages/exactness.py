@@ -11,7 +11,7 @@ import time
 import streamlit as st
 
 from pages.common import models_or_stop, page_setup
-from pages.controls import valid_spec
+from pages.controls import FREE_TEXT, valid_spec
 from pages.round_view import chart
 from specviz.charts import exactness as charts
 from specviz.exactness import chi_square, run_exactness
@@ -30,6 +30,11 @@ def _set_verification(value: str, demo: bool) -> None:
     st.session_state.ctl_verification = value
     if demo:
         st.session_state.update(DEMO, ctl_prompt=preset(DEMO["ctl_preset"]).text)
+
+
+def _keep_last(n: int) -> None:
+    st.session_state.ctl_prompt = st.session_state.ctl_prompt[-n:]
+    st.session_state.ctl_preset = FREE_TEXT
 
 
 def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
@@ -107,6 +112,14 @@ samples = int(c[0].number_input("Generations N", 100, 20_000, 1_000, step=100, k
 n_tokens = c[1].radio("Characters compared", [2, 3], index=1, horizontal=True, key="ex_tokens",
                       help="3 lets a chain draft up to 2 characters in the first round and tests the joint of 3; "
                       "2 is faster. Verification only happens after the first character.")  # fmt: skip
+# The enumeration reads the prompt and the first n_tokens - 1 characters in one window: no sliding.
+fits = target.config.block_size - (n_tokens - 1)
+if valid is not None and len(valid[1]) > fits:
+    st.error(f"The exact distribution is computed in one window of {target.config.block_size} characters: the "
+             f"prompt ({len(valid[1]):,} characters) and the first {n_tokens - 1} generated ones. Keep the prompt's "
+             f"last {fits} characters to test here.")  # fmt: skip
+    st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(fits,), key="ex_keep_last")
+    valid = None
 clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")
 verification = st.session_state.get("ctl_verification", "lossless")
 if verification == "lossless":

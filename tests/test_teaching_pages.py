@@ -168,6 +168,19 @@ def test_exactness_lab_runs_caches_and_keeps_results(target):
     assert metric(at, "p-value") == f"{res.p_value:.3g}"
 
 
+def test_exactness_lab_refuses_a_prompt_longer_than_its_window_before_run(target):
+    at = open_page("exactness")
+    long = preset("Free verse").text * 40  # far beyond the 256-character window
+    at.text_area(key="ctl_prompt").set_value(long)
+    rerun(at)
+    fits = target.config.block_size - 2  # the default compares 3 characters: the prompt and 2 generated
+    assert f"last {fits} characters" in at.error[0].value and at.button(key="ex_run").disabled
+    at.button(key="ex_keep_last").click()
+    rerun(at)
+    assert at.session_state["ctl_prompt"] == long[-fits:] and at.session_state["ctl_preset"] == "Free text"
+    assert not at.error and not at.button(key="ex_run").disabled
+
+
 def test_exactness_lab_catches_seed_004s_rule():
     at = open_page("exactness")
     at.button(key="ex_demo").click()

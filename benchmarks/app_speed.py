@@ -96,7 +96,7 @@ def main() -> None:
 
     loads = [first_load_in_browser(args.drop_caches) for _ in range(args.loads)]
     result = {"first_load_browser_median_s": statistics.median(loads), "first_load_browser_max_s": max(loads),
-              "first_loads": len(loads)}  # fmt: skip
+              "first_loads_s": " ".join(f"{x:.2f}" for x in loads)}  # fmt: skip
     _, result["first_load_apptest_s"] = open_page("step")  # this process's first run: loads the models
     for name in PAGES:
         result[f"page_{name}_first_render_s"] = open_page(name)[1]

@@ -103,7 +103,7 @@ def _drop_characters(bad: list[str]) -> None:
 
 
 def _run_key(spec: RunSpec) -> tuple:
-    return tuple(sorted(vars(spec.settings).items())) + (spec.prompt,)
+    return spec.settings, spec.prompt
 
 
 def checked_prompt(spec: RunSpec, tokenizer) -> list[int] | None:

@@ -23,7 +23,7 @@ DEMO = {"ctl_drafter": "nasd", "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset":
 
 
 def _key(spec, samples: int, n_tokens: int) -> tuple:
-    return tuple(sorted(vars(spec.settings).items())) + (spec.prompt, samples, n_tokens)
+    return spec.settings, spec.prompt, samples, n_tokens
 
 
 def _set_verification(value: str, demo: bool) -> None:

@@ -9,6 +9,7 @@ restarts it when a setting changes) both see the new value in the same rerun.
 
 import streamlit as st
 
+from pages.controls import HELP
 from specviz.engine import Session
 from specviz.query import APP_LIMITS
 from specviz.record import Trace
@@ -35,11 +36,14 @@ def drafter_gate(session: Session, drafter: str, what: str) -> bool:
     return False
 
 
-def knob(name: str, label: str, help: str) -> None:
-    """A slider bound to the sidebar's setting ``name``; moving it restarts the run."""
-    st.session_state[f"knob_{name}"] = st.session_state[f"ctl_{name}"]
-    lo, hi = APP_LIMITS[name]
-    st.slider(label, lo, hi, key=f"knob_{name}", on_change=_copy, args=(name,), help=help)
+def knob_row(labels: dict[str, str], rebuilds: str) -> None:
+    """Side by side, a slider per sidebar setting in ``labels`` (name -> label); moving one
+    restarts the run."""
+    for col, (name, label) in zip(st.columns(len(labels)), labels.items(), strict=True):
+        st.session_state[f"knob_{name}"] = st.session_state[f"ctl_{name}"]
+        lo, hi = APP_LIMITS[name]
+        col.slider(label, lo, hi, key=f"knob_{name}", on_change=_copy, args=(name,), help=HELP[name])
+    st.caption(f"Moving a slider rebuilds {rebuilds} and restarts the run from the prompt.")
 
 
 def text_tail(trace: Trace, cursor: int, keep: int = 160) -> None:

@@ -18,10 +18,10 @@ SOURCES = ("The lesson's example", "The sidebar's run")
 
 
 @st.cache_data(max_entries=16, show_spinner="Running the lesson's rounds…")
-def lesson_trace(settings: tuple, ids: tuple):
+def lesson_trace(settings: Settings, ids: tuple):
     """A run's first rounds (a Trace), until they show every case; once per settings and prompt."""
     target, tiny = models_or_stop()
-    gen = Generation(target, list(ids), Settings(**dict(settings)), tiny.model)
+    gen = Generation(target, list(ids), settings, tiny.model)
     while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
         gen.step()
     return gen.trace
@@ -83,8 +83,7 @@ def draw(step: lesson.Step, trace, settings: Settings, predict: bool, i: int) ->
         elif part == "draft":
             st.dataframe(lesson_charts.draft_frame(r, vocab), hide_index=True)
         elif part == "verify":
-            root = (trace.prompt + trace.tokens)[r.context_len - 1]
-            st.dataframe(lesson_charts.verify_frame(r, root, vocab), hide_index=True)
+            st.dataframe(lesson_charts.verify_frame(r, trace.root(r), vocab), hide_index=True)
         elif part == "check":
             check(step, r.positions[step.position], vocab, predict, i)
         elif part == "last":
@@ -123,7 +122,7 @@ elif valid is None:
 else:
     settings, ids = valid[0].settings, valid[1]
 try:
-    trace = lesson_trace(tuple(sorted(vars(settings).items())), tuple(ids))
+    trace = lesson_trace(settings, tuple(ids))
 except (ValueError, RuntimeError) as e:
     st.error(f"The run could not go on: {e}")
     st.stop()
@@ -132,7 +131,7 @@ if not steps:
     st.warning("In its first rounds this run drafted nothing (the 'none' drafter?), so there is no round to explain. "
                "Pick a drafter in the sidebar, or use the lesson's example.")  # fmt: skip
     st.stop()
-key = (tuple(sorted(vars(settings).items())), tuple(ids))
+key = (settings, tuple(ids))
 if st.session_state.get("lesson_key") != key:  # a new run: start at the top, forget the guesses
     st.session_state.lesson_key, st.session_state.lesson_step, st.session_state.lesson_answers = key, 0, {}
 st.session_state.lesson_step = min(st.session_state.lesson_step, len(steps) - 1)

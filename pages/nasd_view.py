@@ -2,12 +2,11 @@
 what the round taught the storage, and the storage's growth and drafts over the rounds so far.
 Every figure comes from specviz.charts.nasd."""
 
-import pandas as pd
 import streamlit as st
 
 from pages.knobs import text_tail
 from pages.round_view import chart
-from specviz.charts import label
+from specviz.charts import label_text
 from specviz.charts import nasd as charts
 from specviz.engine import Session
 from specviz.record import RoundRecord
@@ -15,7 +14,7 @@ from specviz.record import RoundRecord
 
 def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:
     """(heading, detail) for the round."""
-    drafted = "".join(label(vocab, t) for t in r.draft_tokens)
+    drafted = label_text(vocab, r.draft_tokens)
     draft = f"drafted {drafted!r}" if drafted else "drafted nothing"
     if r.draft_notes.get("stopped_unknown"):
         draft += " (unknown context)"
@@ -24,20 +23,6 @@ def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:
     return (f"Round {r.index}: {draft}, accepted {r.n_accepted}; learned {len(added)} counts",
             f"Of the {len(added)} counts added after the round, {new} made a new (context → token) entry; the storage "
             f"now holds {sum(state['entries'].values())} entries in {state['contexts']} contexts.")  # fmt: skip
-
-
-def _storage_frame(drafter, vocab: str) -> pd.DataFrame:
-    rows = drafter.rows()
-    return pd.DataFrame(
-        [
-            {
-                "context": "".join(label(vocab, t) for t in row["context"]),
-                "next tokens (count)": ", ".join(f"{label(vocab, t)} ({c})" for t, c in row["counts"]),
-            }
-            for row in rows
-        ],  # fmt: skip
-        columns=["context", "next tokens (count)"],
-    )
 
 
 def nasd_view(session: Session) -> None:
@@ -76,4 +61,4 @@ def nasd_view(session: Session) -> None:
         with st.expander("Every draft so far"):
             st.dataframe(charts.drafts_frame(rounds, vocab), hide_index=True)
     with st.expander(f"The storage after the newest computed round ({len(session.rounds)})"):
-        st.dataframe(_storage_frame(gen.drafter, vocab), hide_index=True)
+        st.dataframe(charts.storage_frame(gen.drafter.rows(), vocab), hide_index=True)

@@ -11,8 +11,7 @@ import torch
 
 from pages.knobs import text_tail
 from pages.round_view import chart
-from specviz.cached_model import room
-from specviz.charts import candidate_frame, label
+from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.engine import Session
 from specviz.record import RoundRecord
@@ -22,10 +21,8 @@ def _first_draft(session: Session) -> dict:
     """The draft notes of round 0, computed or about to be (same depth limit as the engine)."""
     if session.rounds:
         return session.rounds[0].draft_notes
-    gen, s = session.generation, session.generation.settings
-    prompt = gen.trace.prompt
-    k = min(s.k, s.max_new_tokens - 1, room(len(prompt), gen.target.block_size))
-    return gen.drafter.draft(list(prompt), k, s.temperature, torch.Generator()).notes
+    gen = session.generation  # before its first round: its tokens are the prompt
+    return gen.drafter.draft(list(gen.tokens), gen.draft_limit, gen.settings.temperature, torch.Generator()).notes
 
 
 def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
@@ -38,7 +35,7 @@ def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
         return (f"Round {r.index}: no match, no draft; {end}",
                 f"No suffix of the context (up to L_p = {s.trie_prefix_len} characters) is a chain in the trie, so "
                 "nothing is drafted and the target adds one character, as in plain decoding.")  # fmt: skip
-    prefix = "".join(label(vocab, t) for t in notes["matched_prefix"])
+    prefix = label_text(vocab, notes["matched_prefix"])
     if not r.draft_tokens:
         return (f"Round {r.index}: matched {prefix!r}, nothing below it; {end}",
                 "The matched node is a leaf: nothing followed it in the prompt, so nothing is drafted.")  # fmt: skip
@@ -74,7 +71,7 @@ def tree_view(session: Session) -> None:
         chart(fig, "trie")
     if r is None or not r.draft_tokens:
         return
-    root = (trace.prompt + trace.tokens)[r.context_len - 1]  # the last context token: the tree's root
+    root = trace.root(r)
     chart(charts.flattening_figure(r, vocab, root), "flattening")
     chart(charts.kv_gather_figure(r, vocab, root), "kv_gather")
     c = st.columns([3, 2], gap="large")

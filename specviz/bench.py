@@ -110,8 +110,13 @@ class _Run:
     accept_s: float = 0.0
 
 
+def bench_settings(drafter: str, temperature: float, k: int, n: int, seed: int) -> Settings:
+    """How the benchmark runs a drafter: the given K, temperature, length and seed, every knob at its default."""
+    return Settings(drafter=drafter, k=k, temperature=temperature, max_new_tokens=n, seed=seed)
+
+
 def _specviz_run(target, tiny, prompt, drafter, temperature, k, n, seed) -> _Run:
-    settings = Settings(drafter=drafter, k=k, temperature=temperature, max_new_tokens=n, seed=seed)
+    settings = bench_settings(drafter, temperature, k, n, seed)
     t0 = time.perf_counter()
     trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None).run()
     seconds = time.perf_counter() - t0

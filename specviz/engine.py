@@ -23,7 +23,7 @@ from specviz.sampling import probs_from_logits
 from specviz.verify import VARIANTS, verify, verify_nasd_seed
 
 
-@dataclass
+@dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is
 class Settings:
     drafter: str = "trigram"
     k: int = 4
@@ -88,14 +88,19 @@ class Generation:
     def done(self) -> bool:
         return self.generated >= self.settings.max_new_tokens
 
+    @property
+    def draft_limit(self) -> int:
+        """The next round's K: never overshoot max_new_tokens, never let a round span a window jump."""
+        s = self.settings
+        return min(s.k, s.max_new_tokens - self.generated - 1, room(len(self.tokens), self.target.block_size))
+
     def step(self) -> RoundRecord:
         if self.done:
             raise RuntimeError("the generation is complete")
         s, T = self.settings, self.settings.temperature
         B = self.target.block_size
         L = len(self.tokens)
-        # Never overshoot max_new_tokens, never let a round span a window jump.
-        k = min(s.k, s.max_new_tokens - self.generated - 1, room(L, B))
+        k = self.draft_limit
 
         t0 = time.perf_counter()
         draft = self.drafter.draft(self.tokens, k, T, self.gen)

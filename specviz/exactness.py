@@ -7,7 +7,7 @@ test is Pearson's chi-square over the outcomes whose expected count is at least 
 pooled into one bin), with the total variation distance beside it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -54,6 +54,11 @@ class ExactnessResult:
     expected: torch.Tensor  # probabilities
 
 
+def tv(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Total variation distance: half the L1 distance, the most any event's probability differs."""
+    return 0.5 * float((a - b).abs().sum())
+
+
 def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int, float]:
     """Pearson's chi-square of counts against probs, bins with expected >= 5, rest pooled."""
     n = counts.sum().item()
@@ -84,11 +89,11 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
     V = target.config.vocab_size
     expected = exact_distribution(target.model, prompt, settings.temperature, n_tokens)
     counts = torch.zeros([V] * n_tokens, dtype=torch.long)
-    first = Generation(target, prompt, Settings(**{**vars(settings), "max_new_tokens": n_tokens}), draft_model)
+    first = Generation(target, prompt, replace(settings, max_new_tokens=n_tokens), draft_model)
     first.target.sync(prompt)  # the prompt's cache, shared by every run: caches are immutable
     shared = None if first.drafter.stateful else first.drafter
     for i in range(samples):
-        run = Settings(**{**vars(settings), "seed": settings.seed + i, "max_new_tokens": n_tokens})
+        run = replace(settings, seed=settings.seed + i, max_new_tokens=n_tokens)
         gen = Generation(target, prompt, run, draft_model, drafter=shared)
         gen.target.commit(first.target.cache, list(first.target.cached))
         tokens = gen.run().tokens
@@ -96,5 +101,4 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
         if progress:
             progress(i + 1)
     stat, dof, p = chi_square(counts, expected)
-    tv = 0.5 * float((counts.double() / samples - expected).abs().sum())
-    return ExactnessResult(samples, stat, dof, p, tv, counts, expected)
+    return ExactnessResult(samples, stat, dof, p, tv(counts.double() / samples, expected), counts, expected)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from specviz.charts.distributions import label
 from specviz.engine import Settings
 from specviz.record import PositionRecord, RoundRecord
-from specviz.stats import DEFINITIONS, acceptance_by_position, expected_tokens_per_round
+from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 
 # A run whose round 0 accepts two drafts and then rejects one, and whose round 1 accepts all
 # four: every part of the algorithm shows up in two rounds (tests/test_teaching_pages.py pins this).
@@ -165,11 +165,8 @@ def steps(rounds: list[RoundRecord], vocab: str, settings: Settings) -> list[Ste
 
 def glossary(rounds: list[RoundRecord], k: int) -> list[dict]:
     """Every metric the app shows: name, formula, the raw counts of ``rounds``, and the value."""
-    n = len(rounds)
-    tokens = sum(len(r.emitted) for r in rounds)
-    tried = sum(len(r.positions) for r in rounds)
-    accepted = sum(r.n_accepted for r in rounds)
-    alpha = accepted / tried if tried else 0.0
+    t = running_totals(rounds, k)
+    n, tokens, tried, accepted, alpha = t["rounds"], t["tokens"], t["tried"], t["accepted"], t["acceptance_rate"]
     lengths = [r.n_accepted for r in rounds]
     depth = acceptance_by_position(rounds)
     draft_s, verify_s = sum(r.draft_s for r in rounds), sum(r.verify_s for r in rounds)
@@ -191,7 +188,7 @@ def glossary(rounds: list[RoundRecord], k: int) -> list[dict]:
          "counts": f"{tokens} / {n}", "value": f"{tokens / n:.2f}" if n else "–",
          "definition": DEFINITIONS["tokens_per_forward"]},
         {"metric": "Expected tokens per round", "formula": "(1 − α^(K+1)) / (1 − α)",
-         "counts": f"α = {accepted}/{tried}, K = {k}", "value": f"{expected_tokens_per_round(alpha, k):.2f}",
+         "counts": f"α = {accepted}/{tried}, K = {k}", "value": f"{t['expected_per_round']:.2f}",
          "definition": DEFINITIONS["expected_per_round"]},
         {"metric": "Speedup", "formula": "plain decoding's wall time / speculative wall time, same characters",
          "counts": f"{tokens} characters; drafting {draft_s * 1000:.0f} ms, verifying {verify_s * 1000:.0f} ms, "

@@ -80,6 +80,10 @@ class Trace:
     def text(self) -> str:
         return "".join(self.vocab[t] for t in self.tokens)
 
+    def root(self, r: RoundRecord) -> int:
+        """The last context token of round ``r``: verification's first input, the draft tree's root."""
+        return (self.prompt + self.tokens)[r.context_len - 1]
+
     def summary(self) -> dict:
         """Headline figures. target_forwards counts verification passes (not the prefill);
         acceptance_rate = accepted / tried, over the drafted tokens the target actually checked."""

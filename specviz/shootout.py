@@ -12,7 +12,7 @@ show: each drafter's acceptance by position and its tokens per round against the
 from dataclasses import dataclass
 
 from models.checkpoint import Checkpoint
-from specviz.bench import run_bench
+from specviz.bench import bench_settings, run_bench
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.presets import Preset
@@ -51,13 +51,7 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     ids = target.tokenizer.encode(prompt)
     by_position = {}
     for j, d in enumerate(DRAFTERS[1:], 1):  # the baseline drafts nothing
-        same = Settings(
-            drafter=d,
-            k=settings.k,
-            temperature=settings.temperature,
-            max_new_tokens=settings.max_new_tokens,
-            seed=settings.seed,
-        )  # as the bench runs it
+        same = bench_settings(d, settings.temperature, settings.k, settings.max_new_tokens, settings.seed)
         trace = Generation(target, ids, same, tiny.model).run()
         by_position[d] = acceptance_by_position(trace.rounds)
         if progress:

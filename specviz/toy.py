@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.exactness import chi_square
+from specviz.exactness import chi_square, tv
 from specviz.sampling import probs_from_logits, scale_probs
 from specviz.stats import expected_tokens_per_round
 
@@ -64,11 +64,6 @@ def overlap(p: torch.Tensor, q: torch.Tensor) -> Overlap:
     excess = (p - q).clamp_min(0)
     mass = float(excess.sum())  # = 1 - alpha, up to rounding
     return Overlap(both, float(both.sum()), excess, excess / mass if mass > 1e-12 else None)
-
-
-def tv(a: torch.Tensor, b: torch.Tensor) -> float:
-    """Total variation distance: half the L1 distance, the most any event's probability differs."""
-    return 0.5 * float((a - b).abs().sum())
 
 
 def _fallback(p: torch.Tensor, q: torch.Tensor, correction: str) -> torch.Tensor:

@@ -1,5 +1,7 @@
-"""Shared fixtures for the real-browser tests: one `streamlit run app.py` per test session on a
-free local port, and a Playwright page in Debian's chromium (/usr/bin/chromium).
+"""Shared fixtures: the shipped checkpoints (float32, loaded once per test session and never
+mutated; tests/test_engine.py overrides them with float64 copies), and for the real-browser tests
+one `streamlit run app.py` per test session on a free local port and a Playwright page in
+Debian's chromium (/usr/bin/chromium).
 
 The browser tests fail (they do not skip) when chromium or playwright is missing: .ci/run
 installs chromium with apt-get, and playwright is in requirements-dev.txt."""
@@ -14,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from models.checkpoint import load_checkpoint
+
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -25,6 +29,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def target():
+    return load_checkpoint("target")
+
+
+@pytest.fixture(scope="session")
+def tiny():
+    return load_checkpoint("tiny")
 
 
 @pytest.fixture(scope="session")

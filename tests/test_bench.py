@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from models.checkpoint import load_checkpoint
 from specviz.bench import BenchRow, format_table, rows_from_jsonl, rows_to_jsonl, run_bench
 from specviz.bench_chart import bench_chart
 from specviz.cli import main
@@ -19,16 +18,6 @@ from specviz.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_checkpoint("target")
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_checkpoint("tiny")
 
 
 @pytest.fixture(scope="module")

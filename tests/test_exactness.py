@@ -7,22 +7,11 @@ import math
 import pytest
 import torch
 
-from models.checkpoint import load_checkpoint
 from specviz.engine import Settings
 from specviz.exactness import chi_square, exact_distribution, run_exactness
 from specviz.sampling import probs_from_logits
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"  # repeats: every n-gram drafter has drafts
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return load_checkpoint("tiny")
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_checkpoint("target")
 
 
 def test_exact_distribution_is_the_chain_rule(tiny):

@@ -7,7 +7,6 @@ import os
 import pytest
 import torch
 
-from models.checkpoint import load_checkpoint
 from specviz.cli import main
 from specviz.engine import Generation, Settings
 from specviz.presets import preset
@@ -15,11 +14,6 @@ from specviz.presets import preset
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may be downloaded
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 import transformers  # noqa: E402  (after the two lines above); a dev dependency, so no skip if missing
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_checkpoint("target")
 
 
 @pytest.fixture(scope="module")

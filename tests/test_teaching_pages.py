@@ -5,11 +5,9 @@ import json
 from pathlib import Path
 
 import plotly.graph_objects as go
-import pytest
 from conftest import wait_idle
 from streamlit.testing.v1 import AppTest
 
-from models.checkpoint import load_checkpoint
 from specviz import lesson, toy
 from specviz.charts import exactness as exactness_charts
 from specviz.charts import lesson as lesson_charts
@@ -20,11 +18,6 @@ from specviz.presets import preset
 from specviz.stats import expected_tokens_per_round
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_checkpoint("target")
 
 
 def open_page(name: str) -> AppTest:

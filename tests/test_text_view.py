@@ -5,14 +5,8 @@ import re
 
 import pytest
 
-from models.checkpoint import load_checkpoint
 from specviz.engine import Session, Settings
 from specviz.text_view import text_html
-
-
-@pytest.fixture(scope="module")
-def target():
-    return load_checkpoint("target")
 
 
 def spans(markup: str) -> list[tuple[str, str, str]]:

@@ -15,6 +15,11 @@ def label(vocab: str, token: int) -> str:
     return {"\n": "\u21b5", " ": "\u2423"}.get(vocab[token], vocab[token])
 
 
+def label_text(vocab: str, tokens) -> str:
+    """Tokens as one readable string, each character as ``label`` shows it."""
+    return "".join(label(vocab, int(t)) for t in tokens)
+
+
 def _top(vectors: list[list[float]], must: list[int], top: int) -> list[int]:
     """Token ids to show: the ``must`` ones, then the largest under any of the vectors."""
     best = sorted(range(len(vectors[0])), key=lambda t: -max(v[t] for v in vectors))

@@ -9,9 +9,9 @@ import math
 import plotly.graph_objects as go
 import torch
 
-from specviz.charts.distributions import P_COLOUR, Q_COLOUR, _layout, label
+from specviz.charts.distributions import P_COLOUR, Q_COLOUR, _layout, label_text
 from specviz.charts.figure import bar, figure
-from specviz.exactness import ExactnessResult
+from specviz.exactness import ExactnessResult, tv
 
 
 def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: str, top: int = 15) -> list[dict]:
@@ -27,7 +27,7 @@ def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: str, top: 
     for i in sorted(set(likely) | set(frequent), key=lambda i: -float(e[i])):
         tokens = torch.unravel_index(torch.tensor(i), expected.shape)
         P = float(e[i])
-        rows.append({"outcome": "".join(label(vocab, int(t)) for t in tokens), "expected": P, "observed": float(c[i]),
+        rows.append({"outcome": label_text(vocab, tokens), "expected": P, "observed": float(c[i]),
                      "count": int(counts.flatten()[i]), "band": 2 * math.sqrt(P * (1 - P) / n)})  # fmt: skip
     return rows
 
@@ -66,5 +66,5 @@ def reference_tv(expected: torch.Tensor, samples: int, draws: int = 5, seed: int
     total = 0.0
     for _ in range(draws):
         counts = torch.bincount(torch.multinomial(e, samples, replacement=True, generator=gen), minlength=len(e))
-        total += 0.5 * float((counts.double() / samples - e).abs().sum())
+        total += tv(counts.double() / samples, e)
     return total / draws

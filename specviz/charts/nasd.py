@@ -13,17 +13,13 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from specviz.charts.distributions import label
+from specviz.charts.distributions import label, label_text
 from specviz.charts.tree import node_status
 from specviz.record import RoundRecord
 
 SOURCES = ("prompt", "accepted", "filler_top_k")
 COLOUR = {"prompt": "#9ca3af", "accepted": "#10b981", "filler_top_k": "#8b5cf6"}
 EFFECTS = ("new context", "new entry", "count + 1")
-
-
-def _text(vocab: str, tokens: list[int]) -> str:
-    return "".join(label(vocab, t) for t in tokens)
 
 
 def storage_growth(final_rows: list[dict], rounds: list[RoundRecord]) -> list[dict]:
@@ -102,7 +98,7 @@ def added_frame(r: RoundRecord, effects: list[str], vocab: str) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "context": _text(vocab, a["context"]),
+                "context": label_text(vocab, a["context"]),
                 "next token": label(vocab, a["token"]),
                 "source": a["source"],
                 "effect": e,
@@ -110,6 +106,20 @@ def added_frame(r: RoundRecord, effects: list[str], vocab: str) -> pd.DataFrame:
             for a, e in zip(added, effects, strict=True)
         ],  # fmt: skip
         columns=["context", "next token", "source", "effect"],
+    )
+
+
+def storage_frame(rows: list[dict], vocab: str) -> pd.DataFrame:
+    """The storage itself (NASDDrafter.rows()): one row per context, its next tokens with counts."""
+    return pd.DataFrame(
+        [
+            {
+                "context": label_text(vocab, row["context"]),
+                "next tokens (count)": ", ".join(f"{label(vocab, t)} ({c})" for t, c in row["counts"]),
+            }
+            for row in rows
+        ],  # fmt: skip
+        columns=["context", "next tokens (count)"],
     )
 
 
@@ -123,7 +133,7 @@ def lookups_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
         else:
             how = "filler (commonest token)" if lk["filler"] else "most frequent continuation"
             proposed, verdict = label(vocab, lk["token"]), status[i]
-        rows.append({"step": i + 1, "context": _text(vocab, lk["context"]), "known": lk["known"], "draft": proposed,
+        rows.append({"step": i + 1, "context": label_text(vocab, lk["context"]), "known": lk["known"], "draft": proposed,
                      "how": how, "verification": verdict})  # fmt: skip
     return pd.DataFrame(rows, columns=["step", "context", "known", "draft", "how", "verification"])
 
@@ -154,7 +164,7 @@ def drafts_frame(rounds: list[RoundRecord], vocab: str) -> pd.DataFrame:
         [
             {
                 "round": r.index,
-                "drafted": _text(vocab, r.draft_tokens),
+                "drafted": label_text(vocab, r.draft_tokens),
                 "accepted": r.n_accepted,
                 "known lookups": sum(r.draft_notes.get("known", [])),
                 "filler used": r.draft_notes.get("filler_used", False),

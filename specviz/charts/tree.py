@@ -11,7 +11,8 @@ import heapq
 
 import plotly.graph_objects as go
 
-from specviz.charts.distributions import label
+from specviz.charts.distributions import label, label_text
+from specviz.drafters.base import tree_mask
 from specviz.record import RoundRecord
 
 OTHER, ROOT, PREFIX, DRAFT, ACCEPTED, REJECTED, UNCHECKED = (
@@ -21,10 +22,6 @@ KIND_NAME = {"other": "trie node", "root": "root", "prefix": "matched prefix", "
              "accepted": "accepted path"}  # fmt: skip
 ARC_TOP = 2.5  # flattening figure: the highest arc, in y units above the row
 KIND_COLOUR = {"other": OTHER, "root": ROOT, "prefix": PREFIX, "draft": DRAFT, "accepted": ACCEPTED}
-
-
-def _text(vocab: str, tokens: list[int]) -> str:
-    return "".join(label(vocab, t) for t in tokens)
 
 
 class TrieView:
@@ -140,7 +137,11 @@ def trie_figure(nodes: list[dict], vocab: str, matched_prefix: list[int], tree: 
                     textfont=dict(size=10, color="#6b7280"), name="frequency", showlegend=False)  # fmt: skip
 
     leaves = int(max(y for _, y in pos.values())) + 1  # leaves sit at y = 0, 1, 2, ...
-    where = f"the matched prefix {_text(vocab, matched_prefix)!r}" if matched_prefix else "the root (no prefix matched)"
+    where = (
+        f"the matched prefix {label_text(vocab, matched_prefix)!r}"
+        if matched_prefix
+        else "the root (no prefix matched)"
+    )
     title = (f"N-gram trie: {len(nodes) - 1:,} nodes; {v.below:,} below {where}<br><sub>Drawn: {len(pos) - 1} nodes, "
              f"the most frequent up to {levels} levels below {'the match' if matched_prefix else 'the root'} "
              f"(at most {max_nodes});<br>"
@@ -210,12 +211,7 @@ def flattening_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
 def attention_mask(r: RoundRecord) -> list[list[bool]]:
     """The round's mask over [root + nodes]. A draft that came out a chain (one branch, or
     none) is verified with the plain causal mask and records None; rebuild it from the parents."""
-    if r.tree_mask is not None:
-        return r.tree_mask
-    seen = [{0}]  # per slot: itself and its ancestors
-    for i, parent in enumerate(r.draft_parents):
-        seen.append(seen[parent + 1] | {i + 1})
-    return [[j in row for j in range(len(seen))] for row in seen]
+    return r.tree_mask if r.tree_mask is not None else tree_mask(r.draft_parents).tolist()
 
 
 def mask_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:

@@ -3,7 +3,7 @@ fell back to the bigram row because the context had too little evidence."""
 
 import pandas as pd
 
-from specviz.charts.distributions import label
+from specviz.charts.distributions import label, label_text
 from specviz.record import RoundRecord
 
 
@@ -17,7 +17,7 @@ def trigram_frame(r: RoundRecord, vocab: str, min_context_count: int) -> pd.Data
         ctx = note.get("trigram_context", note.get("context", []))
         evidence = note.get("trigram_evidence", note.get("evidence")) if len(ctx) == 2 else None
         rows.append({"depth": depth, "drafted": label(vocab, tok), "row used": note["row"],
-                     "context": "".join(label(vocab, t) for t in ctx), "evidence": evidence,
+                     "context": label_text(vocab, ctx), "evidence": evidence,
                      "min_context_count": min_context_count, "fallback": note.get("fallback", "")})  # fmt: skip
     return pd.DataFrame(rows, columns=["depth", "drafted", "row used", "context", "evidence", "min_context_count",
                                        "fallback"])  # fmt: skip

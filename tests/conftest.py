@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from models.checkpoint import load_checkpoint
-
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 CHROMIUM = os.environ.get("SPECVIZ_CHROMIUM", "/usr/bin/chromium")
@@ -31,14 +29,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _checkpoint(name: str):
+    # Imported here, not at the top: benchmarks/app_speed.py imports this file and times the
+    # app's first load, torch's import included.
+    from models.checkpoint import load_checkpoint
+
+    return load_checkpoint(name)
+
+
 @pytest.fixture(scope="session")
 def target():
-    return load_checkpoint("target")
+    return _checkpoint("target")
 
 
 @pytest.fixture(scope="session")
 def tiny():
-    return load_checkpoint("tiny")
+    return _checkpoint("tiny")
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,28 @@
-"""A model together with the KV cache of a prefix of the context, and the context-window policy.
+"""A model with the KV cache of a prefix of the context, the context-window policy, and the lean
+forward pass that every round runs.
 
 The cache always holds the context minus its last token (the token a round starts from). Past
 block_size every decoder shares one policy: the token at index t is predicted from
 context[window_start(t):t], the window jumping forward by half a block at a time. The window
 depends only on t, never on K or on the drafter, so temperature-0 outputs are identical for the
 baseline and every drafter; a round never spans a window jump (see ``room``).
+
+Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3M-parameter model
+is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
+computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
+with the weights pre-transposed for addmm, no nn.Module calls, and a cache preallocated once and
+written in place. A forward writes its keys and values *after* the committed entries, as scratch;
+``keep`` then commits the accepted ones (a chain's prefix stays where it is; a tree's path is
+gathered into place). GPT stays the readable reference; nothing here mutates it.
 """
 
-import torch
+import math
+import weakref
 
-from models.gpt import GPT, KVCache
+import torch
+from torch.nn import functional as F
+
+from models.gpt import GPT, PositionError
 
 
 def window_start(t: int, block_size: int) -> int:
@@ -26,30 +39,134 @@ def room(t: int, block_size: int) -> int:
     return s + block_size - t
 
 
+class LeanWeights:
+    """A GPT's weights laid out for addmm: (in, out) matrices, contiguous. Copies, so the shared
+    model is never touched."""
+
+    def __init__(self, model: GPT):
+        t = model.transformer
+        c = lambda p: p.detach().clone().contiguous()  # noqa: E731
+        ct = lambda lin: lin.weight.detach().t().contiguous()  # noqa: E731 (out, in) -> (in, out)
+        self.wte, self.wpe = c(t.wte.weight), c(t.wpe.weight)  # (V, C), (block_size, C)
+        self.layers = [
+            (c(b.ln_1.weight), c(b.ln_1.bias), ct(b.attn.c_attn), c(b.attn.c_attn.bias),
+             ct(b.attn.c_proj), c(b.attn.c_proj.bias), c(b.ln_2.weight), c(b.ln_2.bias),
+             ct(b.mlp.c_fc), c(b.mlp.c_fc.bias), ct(b.mlp.c_proj), c(b.mlp.c_proj.bias))
+            for b in t.h
+        ]  # fmt: skip
+        self.ln_f = (c(t.ln_f.weight), c(t.ln_f.bias))
+        self.lm_head_t = ct(model.lm_head)  # (C, V)
+        self.versions = _versions(model)
+
+
+def _versions(model: GPT) -> tuple:
+    return tuple(p._version for p in model.parameters())  # bumped by every in-place change
+
+
+_WEIGHTS: "weakref.WeakKeyDictionary[GPT, LeanWeights]" = weakref.WeakKeyDictionary()
+
+
+def lean_weights(model: GPT) -> LeanWeights:
+    """One LeanWeights per model, made again only if the model's parameters changed (training)."""
+    w = _WEIGHTS.get(model)
+    if w is None or w.versions != _versions(model):
+        w = _WEIGHTS[model] = LeanWeights(model)
+    return w
+
+
 class CachedModel:
     def __init__(self, model: GPT):
+        cfg = model.config
         self.model = model
-        self.block_size = model.config.block_size
-        self.device = next(model.parameters()).device
-        self.cache: KVCache | None = None
+        self.w = lean_weights(model)
+        self.block_size = cfg.block_size
+        self.n_head, self.hs, self.n_embd = cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_embd
+        self.scale = 1.0 / math.sqrt(self.hs)
+        self.dtype = self.w.wte.dtype
+        self.device = self.w.wte.device
+        self._alloc(cfg.block_size + 64)  # the cache plus a round's root and drafts; grows if a tree is larger
         self.start = 0  # window start of the cache
         self.cached: list[int] = []  # the tokens the cache holds
+        self._new = 0  # scratch entries written by the last forward, not yet kept
+
+    def _alloc(self, capacity: int) -> None:
+        old = getattr(self, "kv", None)
+        shape = (self.n_head, capacity, self.hs)
+        self.kv = [tuple(torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(2))
+                   for _ in self.w.layers]  # fmt: skip  # per layer (k, v), each (nh, capacity, hs)
+        if old is not None:
+            n = old[0][0].size(1)
+            for (k, v), (ok, ov) in zip(self.kv, old, strict=True):
+                k[:, :n], v[:, :n] = ok, ov
+
+    @property
+    def capacity(self) -> int:
+        return self.kv[0][0].size(1)
 
     @property
     def length(self) -> int:
         return len(self.cached)
 
-    @torch.no_grad()
-    def forward(self, tokens: list[int], positions: list[int], attn_mask=None):
-        """Run ``tokens`` after the cache without committing: (T, V) logits and the grown cache."""
-        idx = torch.tensor([tokens], device=self.device)
-        pos = torch.tensor(positions, device=self.device)
-        logits, cache = self.model(idx, pos, self.cache, attn_mask)
-        return logits[0], cache
+    def kv_cache(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """The committed keys and values of every layer, as GPT returns them: (1, nh, length, hs) each."""
+        n = self.length
+        return [(k[None, :, :n], v[None, :, :n]) for k, v in self.kv]
 
-    def commit(self, cache: KVCache | None, tokens: list[int]) -> None:
-        assert cache is None or cache.length == len(tokens)
-        self.cache, self.cached = cache, tokens
+    @torch.no_grad()
+    def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True):
+        """Run ``tokens`` after the cache. Their keys and values are written after the committed
+        entries, as scratch until ``keep``. tree_mask: (T, T) bool among the new tokens, True = may
+        attend (None: causal); every new token sees the whole cache. -> (T, V) logits, or None."""
+        T, P, nh, hs, w = len(tokens), self.length, self.n_head, self.hs, self.w
+        if self.capacity < P + T:
+            self._alloc(2 * (P + T))
+        lo, hi = min(positions), max(positions)
+        if lo < 0 or hi >= self.block_size:
+            bad = hi if hi >= self.block_size else lo
+            raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
+        idx = torch.tensor(tokens, device=self.device)
+        pos = torch.tensor(positions, device=self.device)
+        x = w.wte[idx] + w.wpe[pos]  # (T, C)
+        mask = None
+        if T > 1 and P > 0 or tree_mask is not None:
+            new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
+            mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
+        C = self.n_embd
+        for (ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b), (K, V) in zip(
+            w.layers, self.kv, strict=True
+        ):
+            qkv = torch.addmm(attn_b, F.layer_norm(x, (C,), ln1_w, ln1_b), attn_w)  # (T, 3C)
+            q, k, v = qkv.view(T, 3, nh, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
+            K[:, P : P + T] = k
+            V[:, P : P + T] = v
+            keys, values = K[:, : P + T], V[:, : P + T]  # (nh, P+T, hs)
+            if T > 1 and P == 0 and mask is None:  # a prefill: the fused causal kernel
+                y = F.scaled_dot_product_attention(q, keys, values, is_causal=True)  # (nh, T, hs)
+            else:
+                att = (q @ keys.transpose(1, 2)) * self.scale  # (nh, T, P+T)
+                if mask is not None:
+                    att = att.masked_fill(~mask, float("-inf"))
+                y = att.softmax(-1) @ values  # (nh, T, hs)
+            x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
+            h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
+            x = x + torch.addmm(fc2_b, h, fc2_w)
+        self._new = T
+        if not logits:
+            return None
+        return F.layer_norm(x, (C,), *w.ln_f) @ w.lm_head_t  # (T, V)
+
+    def keep(self, new: list[int], tokens: list[int]) -> None:
+        """Commit entries of the last forward: ``new`` are their indices among its inputs (a
+        chain's prefix, or a tree's accepted path), ``tokens`` the tokens they hold."""
+        assert len(new) == len(tokens) and all(0 <= i < self._new for i in new)
+        P, n = self.length, len(new)
+        if new != list(range(n)):  # a tree's path: gather it into place after the cache
+            src = torch.tensor(new, device=self.device) + P
+            for K, V in self.kv:
+                K[:, P : P + n] = K.index_select(1, src)
+                V[:, P : P + n] = V.index_select(1, src)
+        self.cached = self.cached + list(tokens)
+        self._new = 0
 
     def sync(self, context: list[int]) -> bool:
         """Make the cache hold context[s:-1] for this context's window start s, reusing the
@@ -58,32 +175,44 @@ class CachedModel:
         moved = self.trim_to(context)
         want = context[self.start : -1]
         if len(want) > self.length:
-            _, cache = self.forward(want[self.length :], list(range(self.length, len(want))))
-            self.commit(cache, want)
+            missing = want[self.length :]
+            self.forward(missing, list(range(self.length, len(want))), logits=False)
+            self.keep(list(range(len(missing))), missing)
         return moved
 
     def next_logits(self, context: list[int]) -> torch.Tensor:
         """Logits for the token after ``context`` (the cache then holds all of it): one forward
         pass over whatever the cache lacks, the last token included. (V,)"""
         self.trim_to(context)
-        seen = context[self.start :]
-        logits, cache = self.forward(seen[self.length :], list(range(self.length, len(seen))))
-        self.commit(cache, seen)
+        missing = context[self.start + self.length :]
+        logits = self.forward(missing, list(range(self.length, self.length + len(missing))))
+        self.keep(list(range(len(missing))), missing)
         return logits[-1]
 
     def trim_to(self, context: list[int]) -> bool:
         """Keep only the longest common prefix of the cache and context[s:-1] (nothing if the
-        window start s moved; then True). Feeds nothing."""
+        window start s moved; then True). Feeds nothing: a trim only shortens the cache."""
         s = window_start(len(context), self.block_size)
         moved = s != self.start
         if moved:
-            self.commit(None, [])
-            self.start = s
-        keep = 0
-        for a, b in zip(self.cached, context[s:-1], strict=False):
-            if a != b:
-                break
-            keep += 1
-        if keep < len(self.cached):
-            self.commit(self.cache.trim(keep) if keep else None, self.cached[:keep])
+            self.cached, self.start = [], s
+        n = len(self.cached)
+        if self.cached != context[s : s + n] or n > len(context) - s - 1:
+            keep = 0
+            for a, b in zip(self.cached, context[s:-1], strict=False):
+                if a != b:
+                    break
+                keep += 1
+            self.cached = self.cached[:keep]
+        self._new = 0
         return moved
+
+    def copy_from(self, other: "CachedModel") -> None:
+        """Take another cache's committed entries (same model): a shared prompt's prefill."""
+        assert other.w is self.w
+        n = other.length
+        if self.capacity < n:
+            self._alloc(2 * n)
+        for (k, v), (ok, ov) in zip(self.kv, other.kv, strict=True):
+            k[:, :n], v[:, :n] = ok[:, :n], ov[:, :n]
+        self.start, self.cached, self._new = other.start, list(other.cached), 0

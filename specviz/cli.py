@@ -6,6 +6,7 @@ traceback: argument errors, bad prompts and unreadable checkpoints alike.
 
 import argparse
 import json
+import shlex
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -15,6 +16,7 @@ from tqdm import tqdm
 
 from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, atomic_write, checkpoint_path, load_checkpoint
 from models.tokenizer import UnknownCharactersError
+from specviz import distill
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.exactness import run_exactness
@@ -240,6 +242,20 @@ def cmd_export_hf(args) -> None:
         print(f"wrote {p}")
 
 
+def cmd_distill(args) -> None:
+
+    try:
+        cfg = distill.config_from(args)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    meta = distill.build(args.target, Path(args.data), Path(args.out), cfg, Path(args.resume_dir), command)
+    print(f"wrote {args.out}: {meta['contexts']:,} contexts from {meta['train_chars']:,} characters "
+          f"in {meta['build_seconds'] / 60:.1f} min")  # fmt: skip
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m specviz", description="specviz: speculative decoding, step by step")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -276,6 +292,9 @@ def build_parser() -> OneLineParser:
     hf.add_argument("dir", help="output directory (created if missing): config.json and model.safetensors")
     hf.add_argument("--model", default="target", help="checkpoint: target or tiny (or a path)")
     hf.set_defaults(func=cmd_export_hf)
+    dist = sub.add_parser("distill", help="distil the target into the n-gram table of the distilled drafters")
+    distill.add_args(dist)
+    dist.set_defaults(func=cmd_distill)
     return parser
 
 

@@ -15,10 +15,12 @@ from dataclasses import asdict, dataclass
 import torch
 
 from models.checkpoint import Checkpoint
+from models.distilled import MAX_CONTEXT
+from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import tree_mask
-from specviz.record import PositionRecord, RoundRecord, Trace
+from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
 from specviz.verify import VARIANTS, verify, verify_nasd_seed
 
@@ -26,7 +28,8 @@ from specviz.verify import VARIANTS, verify, verify_nasd_seed
 @dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is
 class Settings:
     drafter: str = "trigram"
-    k: int = 4
+    k: int = 4  # the draft depth K; with k_auto, the largest K adaptive K may choose
+    k_auto: bool = False  # choose K each round from past acceptance and cost (specviz.adaptive)
     temperature: float = 0.8
     max_new_tokens: int = 200
     seed: int = 0
@@ -40,6 +43,8 @@ class Settings:
     nasd_stop_if_unknown: bool = True
     lookup_max_ngram: int = 3
     lookup_min_ngram: int = 1
+    distilled_context: int = 8  # L: longest context the distilled drafters look up
+    distilled_nodes: int = 16  # node budget of the distilled tree
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range."""
@@ -61,6 +66,8 @@ class Settings:
             raise ValueError("NASD needs n >= 2 and filler_top_k >= 1")
         if not 1 <= self.lookup_min_ngram <= self.lookup_max_ngram:
             raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram")
+        if not 0 <= self.distilled_context <= MAX_CONTEXT or not 1 <= self.distilled_nodes <= 64:
+            raise ValueError(f"the distilled drafters need 0 <= L <= {MAX_CONTEXT} and 1 <= nodes <= 64")
 
 
 class Generation:
@@ -76,6 +83,7 @@ class Generation:
         assert drafter is None or not drafter.stateful
         self.drafter: Drafter = drafter or make_drafter(settings.drafter, settings, target, prompt, draft_model)
         self.verify = verify if settings.verification == "lossless" else verify_nasd_seed
+        self.adaptive = AdaptiveK(settings.k, self.drafter.draft_cost) if settings.k_auto else None
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
@@ -103,6 +111,10 @@ class Generation:
         k = self.draft_limit
 
         t0 = time.perf_counter()
+        choice = None
+        if self.adaptive is not None:
+            choice = self.adaptive.choose(k)
+            k = choice.k
         draft = self.drafter.draft(self.tokens, k, T, self.gen)
         depths = draft.depths
         if depths and max(depths) > k:
@@ -111,70 +123,50 @@ class Generation:
         t1 = time.perf_counter()
         reprefill = self.target.sync(self.tokens)
         kv_before = self.target.length
-        mask = None
-        if not draft.is_chain:
-            tree = tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
-            mask = torch.cat([torch.ones(len(tree), kv_before, dtype=torch.bool), tree], dim=1)
+        tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
         positions = [kv_before] + [kv_before + d for d in depths]
-        logits, grown = self.target.forward([self.tokens[-1]] + draft.tokens, positions, mask)  # (N+1, V)
+        logits = self.target.forward([self.tokens[-1]] + draft.tokens, positions, tree)  # (N+1, V)
         p_rows = probs_from_logits(logits, T)  # (N+1, V)
 
         t2 = time.perf_counter()
         verdict = self.verify(draft, p_rows, T, self.gen)
-        kept = list(range(kv_before + 1)) + [kv_before + 1 + i for i in verdict.path]
-        cache = grown.trim(len(kept)) if draft.is_chain else grown.gather(kept)
-        self.target.commit(cache, self.target.cached + [self.tokens[-1]] + [draft.tokens[i] for i in verdict.path])
+        path = verdict.path
+        self.target.keep([0] + [i + 1 for i in path], [self.tokens[-1]] + [draft.tokens[i] for i in path])
         emitted = verdict.emitted(draft)
         # Row i of emitted_p predicted emitted[i]: the root's row, then each accepted node's.
-        emitted_p = p_rows[[0] + [i + 1 for i in verdict.path]]
+        emitted_p = p_rows[[0] + [i + 1 for i in path]]
         update = self.drafter.update(self.tokens, emitted, emitted_p)
         self.tokens += emitted
-        t3 = time.perf_counter()
-
+        if self.adaptive is not None:
+            self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))
         record = RoundRecord(
             index=len(self.trace.rounds),
             context_len=L,
             window_start=window_start(L, B),
             reprefill=reprefill,
             kv_before=kv_before,
-            kv_after_verify=grown.length,
-            kv_after_trim=cache.length,
-            kv_kept=kept,
+            kv_after_verify=kv_before + len(positions),
+            kv_after_trim=self.target.length,
+            kv_kept=list(range(kv_before + 1)) + [kv_before + 1 + i for i in path],
             draft_tokens=draft.tokens,
             draft_parents=draft.parents,
             draft_positions=positions,
-            tree_mask=None if mask is None else tree.tolist(),
+            tree_mask=None if tree is None else tree.tolist(),
             draft_notes=draft.notes,
-            positions=[
-                PositionRecord(
-                    c.node,
-                    depths[c.node],
-                    c.token,
-                    float(c.q[c.token]),
-                    float(c.p[c.token]),
-                    float(c.p[c.token] / c.q[c.token]),
-                    c.accept_prob,
-                    c.u,
-                    c.accepted,
-                    c.sampled,
-                    c.q.tolist(),
-                    c.p.tolist(),
-                )  # fmt: skip
-                for c in verdict.checks
-            ],
-            accepted_path=verdict.path,
-            residual=None if verdict.residual is None else verdict.residual.tolist(),
+            positions=verdict.checks,
+            accepted_path=path,
+            residual=verdict.residual,
             correction=verdict.correction,
-            bonus_p=None if verdict.bonus_p is None else verdict.bonus_p.tolist(),
+            bonus_p=verdict.bonus_p,
             bonus=verdict.bonus,
             emitted=emitted,
-            emitted_kinds=["accepted"] * len(verdict.path)
-            + ["correction" if verdict.correction is not None else "bonus"],
+            emitted_kinds=["accepted"] * len(path) + ["correction" if verdict.correction is not None else "bonus"],
             drafter_update=update,
+            k_choice=choice,
             draft_s=t1 - t0,
             verify_s=t2 - t1,
-            accept_s=t3 - t2,
         )
+        record.accept_s = time.perf_counter() - t2  # accept, trim the cache, update the drafter, record
         self.trace.rounds.append(record)
         return record
 

@@ -90,12 +90,12 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
     expected = exact_distribution(target.model, prompt, settings.temperature, n_tokens)
     counts = torch.zeros([V] * n_tokens, dtype=torch.long)
     first = Generation(target, prompt, replace(settings, max_new_tokens=n_tokens), draft_model)
-    first.target.sync(prompt)  # the prompt's cache, shared by every run: caches are immutable
+    first.target.sync(prompt)  # the prompt's cache, copied into every run
     shared = None if first.drafter.stateful else first.drafter
     for i in range(samples):
         run = replace(settings, seed=settings.seed + i, max_new_tokens=n_tokens)
         gen = Generation(target, prompt, run, draft_model, drafter=shared)
-        gen.target.commit(first.target.cache, list(first.target.cached))
+        gen.target.copy_from(first.target)
         tokens = gen.run().tokens
         counts[tuple(tokens)] += 1
         if progress:

@@ -1,17 +1,33 @@
 """The round record: everything one round did, as plain data, so the app can step back and
 forth without recomputing, and a trace can be saved as JSON or CSV.
 
-Distributions are stored as lists of floats over the whole vocabulary. Timings are the only
-wall-clock measurements; ``to_json(timings=False)`` leaves them out, and what remains is the
-same, byte for byte, for the same seed and settings.
+Distributions are float64 tensors over the whole vocabulary, stored as the verifier made them
+(often views of one (N+1, V) tensor): a round is recorded on every step of every run, so the
+record stays cheap, and conversion to lists or frames happens when a chart or an export asks.
+Timings are the only wall-clock measurements; ``to_json(timings=False)`` leaves them out, and
+what remains is the same, byte for byte, for the same seed and settings.
 """
 
 import json
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
+import torch
+
+from specviz.adaptive import Choice
 
 TIMING_FIELDS = ("draft_s", "verify_s", "accept_s")
+
+
+def plain(value):
+    """A record's value with every tensor turned into lists of Python numbers, for JSON."""
+    if isinstance(value, torch.Tensor):
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
 
 
 @dataclass
@@ -28,8 +44,8 @@ class PositionRecord:
     u: float | None  # uniform draw, None when none was needed (temperature 0)
     accepted: bool
     sampled: int | None  # nasd-seed variant only: the token sampled from p
-    q: list[float]
-    p: list[float]
+    q: torch.Tensor  # (V,) what x was drafted from (one-hot for deterministic drafters)
+    p: torch.Tensor  # (V,) what x was tried against: the target's row, or a residual after a rejected sibling
 
 
 @dataclass
@@ -49,13 +65,14 @@ class RoundRecord:
     draft_notes: dict
     positions: list[PositionRecord]
     accepted_path: list[int]  # draft nodes accepted, root to leaf
-    residual: list[float] | None  # on rejection: what the correction was drawn from
+    residual: torch.Tensor | None  # (V,) on rejection: what the correction was drawn from
     correction: int | None
-    bonus_p: list[float] | None  # after a fully accepted draft: what the bonus was drawn from
+    bonus_p: torch.Tensor | None  # (V,) after a fully accepted draft: what the bonus was drawn from
     bonus: int | None
     emitted: list[int]
     emitted_kinds: list[str]  # per emitted token: "accepted", "correction" or "bonus"
     drafter_update: dict  # what the drafter changed after the round (NASD storage growth)
+    k_choice: Choice | None = None  # adaptive K only: the K drafted and why
     draft_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0
@@ -103,7 +120,7 @@ class Trace:
         }
 
     def to_dict(self, timings: bool = True) -> dict:
-        rounds = [asdict(r) for r in self.rounds]
+        rounds = [plain(asdict(r)) for r in self.rounds]
         if not timings:
             for r in rounds:
                 for k in TIMING_FIELDS:

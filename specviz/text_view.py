@@ -65,10 +65,10 @@ def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
                 out.append(_span("unchecked", vocab[tok], f"round {r.index}: drafted after a rejection, never checked"))
     last = r.emitted[-1]
     if r.correction is not None:
-        title = f"round {r.index}: correction drawn from the residual, residual(x)={r.residual[last]:.3f}"
+        title = f"round {r.index}: correction drawn from the residual, residual(x)={float(r.residual[last]):.3f}"
         out.append(_span("correction", vocab[last], title, now))
     else:
-        out.append(_span("bonus", vocab[last], f"round {r.index}: bonus token, p={r.bonus_p[last]:.3f}", now))
+        out.append(_span("bonus", vocab[last], f"round {r.index}: bonus token, p={float(r.bonus_p[last]):.3f}", now))
     return out
 
 

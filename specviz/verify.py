@@ -15,33 +15,26 @@ afresh from p, so a drafted token is emitted with probability p(x)(2 - p(x)) ins
 """
 
 from dataclasses import dataclass, field
+from functools import cache
 
 import torch
-from torch.nn import functional as F
 
 from specviz.drafters.base import Draft
+from specviz.record import PositionRecord
 from specviz.sampling import draw, uniform
 
 VARIANTS = ("lossless", "nasd-seed")
 
 
-@dataclass
-class Check:
-    """One drafted token tried against the target."""
-
-    node: int  # index in the draft
-    token: int
-    p: torch.Tensor  # (V,) target distribution it was tried against (a residual for later siblings)
-    q: torch.Tensor  # (V,) distribution it was drafted from (one-hot if deterministic)
-    accept_prob: float  # min(1, p(x)/q(x))
-    u: float | None  # uniform draw; None when no randomness was needed (temperature 0)
-    accepted: bool
-    sampled: int | None = None  # nasd-seed variant: the token sampled from p for the comparison
+@cache
+def one_hot_rows(V: int) -> torch.Tensor:
+    """Row x is the one-hot q of a deterministic proposal x; rows are shared views, never written. (V, V)"""
+    return torch.eye(V, dtype=torch.float64)
 
 
 @dataclass
 class Verdict:
-    checks: list[Check] = field(default_factory=list)
+    checks: list[PositionRecord] = field(default_factory=list)  # every drafted token tried, in order
     path: list[int] = field(default_factory=list)  # accepted draft nodes, root to leaf
     residual: torch.Tensor | None = None  # (V,) what the correction was drawn from
     correction: int | None = None
@@ -65,33 +58,43 @@ def verify(draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Ge
     """p_rows: (N+1, V) target distributions, row 0 after the root, row i+1 after node i."""
     V = p_rows.size(-1)
     kids = children_of(draft.parents)
+    depths = draft.depths
+    q_rows = one_hot_rows(V) if draft.q is None else draft.q  # indexed by token, or by node
+    # At temperature 0 p is one-hot on the target's argmax, and so is every q: a child is
+    # accepted iff it is the argmax, and a rejected sibling leaves p unchanged (max(p - q, 0) = p),
+    # so the whole walk needs only the argmax of each row.
+    top = p_rows.argmax(-1).tolist() if temperature == 0 else None
     out = Verdict()
     node, p = -1, p_rows[0]
     while True:
         chosen = None
         for c in kids[node]:
             x = draft.tokens[c]
-            q = F.one_hot(torch.tensor(x), V).double() if draft.q is None else draft.q[c].double()
-            px, qx = float(p[x]), float(q[x])
-            accept_prob = 1.0 if px >= qx else px / qx  # qx > 0: x was drawn from q
-            if temperature == 0:
-                u, accepted = None, px >= 1.0  # p is one-hot: accept the argmax, nothing else
+            q = q_rows[x] if draft.q is None else q_rows[c]
+            if top is not None:
+                px, qx = float(x == top[node + 1]), 1.0 if draft.q is None else float(q[x])
+                accept_prob, u, accepted = px, None, px == 1.0
             else:
+                px, qx = float(p[x]), 1.0 if draft.q is None else float(q[x])
+                accept_prob = 1.0 if px >= qx else px / qx  # qx > 0: x was drawn from q
                 u = uniform(gen)
                 accepted = u < accept_prob
-            out.checks.append(Check(c, x, p, q, accept_prob, u, accepted))
+            out.checks.append(PositionRecord(c, depths[c], x, qx, px, px / qx, accept_prob, u, accepted, None, q, p))
             if accepted:
                 chosen = c
                 break
-            residual = (p - q).clamp_min(0)
-            # p == q exactly leaves nothing; then the rejection had probability 0 in exact
-            # arithmetic and p itself is the right distribution to draw from.
-            p = residual / residual.sum() if residual.sum() > 0 else p
+            if top is None:
+                residual = (p - q).clamp_min(0)
+                # p == q exactly leaves nothing; then the rejection had probability 0 in exact
+                # arithmetic and p itself is the right distribution to draw from.
+                total = float(residual.sum())
+                p = residual / total if total > 0 else p
         if chosen is None:
+            last = top[node + 1] if top is not None else draw(p, gen)
             if kids[node]:  # every child rejected
-                out.residual, out.correction = p, draw(p, gen)
+                out.residual, out.correction = p, last
             else:  # the whole path was accepted
-                out.bonus_p, out.bonus = p, draw(p, gen)
+                out.bonus_p, out.bonus = p, last
             return out
         out.path.append(chosen)
         node, p = chosen, p_rows[chosen + 1]
@@ -104,10 +107,11 @@ def verify_nasd_seed(draft: Draft, p_rows: torch.Tensor, temperature: float, gen
     V = p_rows.size(-1)
     out = Verdict()
     for i, x in enumerate(draft.tokens):
-        q = F.one_hot(torch.tensor(x), V).double() if draft.q is None else draft.q[i].double()
+        q = one_hot_rows(V)[x] if draft.q is None else draft.q[i]
         s = draw(p_rows[i], gen)
         accepted = s == x
-        out.checks.append(Check(i, x, p_rows[i], q, float(p_rows[i][x]), None, accepted, sampled=s))
+        px, qx = float(p_rows[i][x]), float(q[x])
+        out.checks.append(PositionRecord(i, i + 1, x, qx, px, px / qx, px, None, accepted, s, q, p_rows[i]))
         if not accepted:
             # The seed's step: a fresh sample from p, not the s that was just compared.
             out.residual, out.correction = p_rows[i], draw(p_rows[i], gen)

@@ -74,8 +74,8 @@ def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
         kept = gen.tokens[record.window_start : -1]
         assert gen.target.cached == kept
         _, fresh = target.model(torch.tensor([kept]), torch.arange(len(kept)))
-        assert gen.target.cache.length == fresh.length == record.kv_after_trim
-        for (k1, v1), (k2, v2) in zip(gen.target.cache.layers, fresh.layers, strict=True):
+        assert gen.target.length == fresh.length == record.kv_after_trim
+        for (k1, v1), (k2, v2) in zip(gen.target.kv_cache(), fresh.layers, strict=True):
             assert (k1 - k2).abs().max() < 1e-9 and (v1 - v2).abs().max() < 1e-9
         assert record.kv_after_trim == record.kv_before + 1 + record.n_accepted
         assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens)

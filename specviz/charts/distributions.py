@@ -3,6 +3,7 @@ wanted (p), the overlap min(p, q) that is accepted, and what is drawn when it is
 
 import pandas as pd
 import plotly.graph_objects as go
+import torch
 
 from specviz.charts.figure import arrow, bar, figure
 from specviz.record import PositionRecord, RoundRecord
@@ -36,26 +37,28 @@ def _layout(title: str, annotations: list[dict]) -> dict:
 def pq_bars(pos: PositionRecord, vocab: str, top: int = 12) -> go.Figure:
     """p and q side by side over the top tokens, min(p, q) shaded over them, the candidate
     marked, and alpha = sum over the WHOLE vocabulary of min(p, q) in the title."""
-    ids = _top([pos.p, pos.q], [pos.token], top)
+    p, q = pos.p.tolist(), pos.q.tolist()
+    ids = _top([p, q], [pos.token], top)
     x = [label(vocab, t) for t in ids]
-    alpha = sum(min(a, b) for a, b in zip(pos.p, pos.q, strict=True))
+    alpha = sum(min(a, b) for a, b in zip(p, q, strict=True))
     data = [
-        bar(x, [pos.p[t] for t in ids], "p (target)", marker={"color": P_COLOUR}, width=0.4, offset=-0.42),
-        bar(x, [pos.q[t] for t in ids], "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
+        bar(x, [p[t] for t in ids], "p (target)", marker={"color": P_COLOUR}, width=0.4, offset=-0.42),
+        bar(x, [q[t] for t in ids], "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
         # Drawn last, hatched and see-through: the accepted mass shows across both bars.
-        bar(x, [min(pos.p[t], pos.q[t]) for t in ids], "min(p, q)", width=0.9, offset=-0.45,
+        bar(x, [min(p[t], q[t]) for t in ids], "min(p, q)", width=0.9, offset=-0.45,
             marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#065f46"},
                     "line": {"color": "#065f46", "width": 1}}),
     ]  # fmt: skip
     verdict = "accepted" if pos.accepted else "rejected"
     u = "" if pos.u is None else f", u={pos.u:.3f}"
-    mark = arrow(label(vocab, pos.token), max(pos.p[pos.token], pos.q[pos.token]), f"candidate, {verdict}")
+    mark = arrow(label(vocab, pos.token), max(p[pos.token], q[pos.token]), f"candidate, {verdict}")
     title = (f"Depth {pos.depth}: candidate {label(vocab, pos.token)!r}  p/q={pos.ratio:.3f}{u}<br>"
              f"<sub>acceptance probability Σ min(p, q) = {alpha:.3f}</sub>")  # fmt: skip
     return figure(data, _layout(title, [mark]))
 
 
-def _draw_bars(dist: list[float], drawn: int, vocab: str, name: str, title: str, top: int) -> go.Figure:
+def _draw_bars(dist: torch.Tensor, drawn: int, vocab: str, name: str, title: str, top: int) -> go.Figure:
+    dist = dist.tolist()
     ids = _top([dist], [drawn], top)
     colours = [DRAW_COLOUR if t == drawn else P_COLOUR for t in ids]
     data = [bar([label(vocab, t) for t in ids], [dist[t] for t in ids], name, marker={"color": colours})]

@@ -1,14 +1,16 @@
 """Every drafter behind one interface (see base.py), made by name for one generation."""
 
+from models.distilled import load_table
 from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.bigram import BigramDrafter
+from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
 from specviz.drafters.prompt_lookup import PromptLookupDrafter
 from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
-DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural")
+DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "distilled", "distilled-tree")
 
 
 class NoDrafter(Drafter):
@@ -37,6 +39,11 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         return NASDDrafter(prompt, s.nasd_n, s.nasd_filler_top_k, s.nasd_stop_if_unknown)
     if name == "prompt-lookup":
         return PromptLookupDrafter(s.lookup_max_ngram, s.lookup_min_ngram)
+    if name in ("distilled", "distilled-tree"):
+        table = load_table(target_ckpt.path)
+        if name == "distilled":
+            return DistilledDrafter(table, s.min_context_count, s.distilled_context)
+        return DistilledTreeDrafter(table, s.min_context_count, s.distilled_context, s.distilled_nodes)
     if name == "neural":
         if draft_model is None:
             raise ValueError("the neural drafter needs the tiny draft model")

@@ -70,6 +70,9 @@ class Drafter:
     name = "base"
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
+    # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive.py).
+    # Table look-ups cost ~0.02 on this project's CPU; a neural draft's forward pass costs more.
+    draft_cost = 0.02
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

@@ -31,12 +31,15 @@ class NASDDrafter(Drafter):
         self.stop_if_unknown = stop_if_unknown
         self.storage: dict[tuple[int, ...], Counter] = {}
         self.unigram: Counter = Counter()  # next-token totals over all contexts, for the filler
+        self.entries = 0  # distinct (context, token) pairs, kept as they are added: notes ask every round
         prompt = list(prompt_tokens)
         for pos in range(n - 1, len(prompt)):
             self._add(tuple(prompt[pos - n + 1 : pos]), prompt[pos])
 
     def _add(self, ctx: tuple[int, ...], token: int) -> None:
-        self.storage.setdefault(ctx, Counter())[token] += 1
+        counts = self.storage.setdefault(ctx, Counter())
+        self.entries += token not in counts
+        counts[token] += 1
         self.unigram[token] += 1
 
     def _ctx(self, seq: list[int]) -> tuple[int, ...] | None:
@@ -45,7 +48,7 @@ class NASDDrafter(Drafter):
         return tuple(seq[len(seq) - self.n + 1 :])
 
     def size(self) -> dict:
-        return {"contexts": len(self.storage), "entries": sum(len(c) for c in self.storage.values())}
+        return {"contexts": len(self.storage), "entries": self.entries}
 
     def rows(self) -> list[dict]:
         """The storage as sorted, JSON-ready rows, for the app to show."""

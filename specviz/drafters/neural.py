@@ -13,6 +13,7 @@ from specviz.sampling import probs_from_logits
 class NeuralDrafter(Drafter):
     name = "neural"
     stateful = True
+    draft_cost = 0.45  # a tiny-model pass is mostly per-op overhead: ~0.4-0.5 of the target's (bench's draft c)
 
     def __init__(self, model: GPT):
         self.lm = CachedModel(model)

@@ -1,0 +1,139 @@
+"""The distilled table: what the target does after every short context of the training split
+(built by ``python -m specviz distill``, see specviz/distill.py), loaded for the distilled drafters.
+
+A context of L characters c_1..c_L (c_L the last) is one integer, sum_i (c_{L-i} + 1) * (V+1)^i:
+digits are never 0, so contexts of different lengths never share a key, and the empty context is 0.
+Rows hold, per context, how often it was seen, the target's most frequent argmax after it, and
+the top_k characters of its average next-character distribution. ``q(row)`` turns a row into the
+full distribution the drafter samples from: the top_k probabilities, the rest of the mass spread
+evenly over the other characters, in float64. It is a pure function of the file, so the q the
+verifier checks against is exactly the q the draft was drawn from.
+
+The table belongs to one target: its header records that checkpoint's sha256, and a table paired
+with any other checkpoint is refused.
+"""
+
+import hashlib
+import json
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+
+FORMAT = "specviz-distilled-1"
+DEFAULT_PATH = Path(__file__).resolve().parent / "distilled.safetensors"
+MAX_CONTEXT = 10  # (V+1)^L must fit an int64 key
+
+
+class DistilledError(Exception):
+    """A table that is missing, corrupt, or made for another target. One line naming the file."""
+
+
+def context_key(seq: list[int], L: int, V: int) -> int:
+    """The key of the last L tokens of seq (see the module docstring)."""
+    key, base = 0, 1
+    for i in range(1, L + 1):
+        key += (seq[-i] + 1) * base
+        base *= V + 1
+    return key
+
+
+@lru_cache(maxsize=8)
+def sha256_of(path: Path, size: int, mtime: float) -> str:
+    """sha256 of a file; cached per (path, size, mtime), since the app asks on every load."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    st = Path(path).stat()
+    return sha256_of(Path(path).resolve(), st.st_size, st.st_mtime)
+
+
+class DistilledTable:
+    def __init__(self, path: Path, target_path: Path):
+        path = Path(path)
+        if not path.is_file():
+            raise DistilledError(f"distilled table not found: {path} (build it: python -m specviz distill)")
+        try:
+            with safe_open(path, framework="pt") as f:
+                header = f.metadata() or {}
+                t = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
+            if header.get("format") != FORMAT:
+                raise ValueError("not a specviz distilled table")
+            self.meta = json.loads(header["meta"])
+            keys, counts, mode = t["keys"], t["counts"], t["mode"]
+            # numpy for the hot path: a row's .tolist() costs a fraction of a tensor's
+            self.top_tokens, self.top_probs = t["top_tokens"].long().numpy(), t["top_probs"].double().numpy()
+            U = len(keys)
+            if not (counts.shape == mode.shape == (U,) and self.top_tokens.shape == self.top_probs.shape
+                    and self.top_tokens.shape[0] == U):  # fmt: skip
+                raise ValueError("its arrays do not have matching lengths")
+        except (SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
+            reason = " ".join(str(e).split()) or type(e).__name__
+            raise DistilledError(f"cannot load distilled table {path}: {reason[:300]}") from None
+        want = self.meta["target_sha256"]
+        if file_sha256(target_path) != want:
+            raise DistilledError(
+                f"{path.name} was distilled from another target (sha256 {want[:12]}…), not {Path(target_path).name}; "
+                "rebuild it with: python -m specviz distill"
+            )
+        self.path = path
+        self.vocab = self.meta["vocab"]
+        self.V = len(self.vocab)
+        self.max_context = self.meta["config"]["max_context"]
+        # Plain Python for the hot path: a dict look-up is ~50 ns, a tensor index ~1 us.
+        self.row = dict(zip(keys.tolist(), range(U), strict=True))
+        self.counts = counts.tolist()
+        self.mode = mode.tolist()
+
+    def __len__(self) -> int:
+        return len(self.counts)
+
+    def lookup(self, seq: list[int], min_count: int) -> tuple[int, int]:
+        """(row, L) of the longest context ending seq that was seen at least min_count times;
+        the empty context (L = 0) when none was."""
+        V1, key, base, best = self.V + 1, 0, 1, (self.row[0], 0)
+        for L in range(1, min(self.max_context, len(seq)) + 1):
+            key += (seq[-L] + 1) * base
+            base *= V1
+            r = self.row.get(key)
+            if r is None:
+                break  # a longer context contains this one, so it was seen no more often
+            if self.counts[r] >= min_count:
+                best = (r, L)
+        return best
+
+    def top(self, row: int) -> tuple[list[int], list[float]]:
+        """The row's top_k characters and their average probabilities, most likely first."""
+        return self.top_tokens[row].tolist(), self.top_probs[row].tolist()
+
+    def q(self, row: int) -> torch.Tensor:
+        """The full distribution of a row (float64, sums to 1). (V,)"""
+        top_t, top_p = torch.from_numpy(self.top_tokens[row]), torch.from_numpy(self.top_probs[row])
+        rest = max(0.0, 1.0 - float(top_p.sum()))
+        q = torch.full((self.V,), rest / (self.V - len(top_t)), dtype=torch.float64)
+        q[top_t] = top_p
+        return q / q.sum()
+
+    def ranked(self, row: int) -> list[int]:
+        """The row's characters, best first: the target's mode, then the rest of the top_k."""
+        m = self.mode[row]
+        return [m] + [t for t in self.top_tokens[row].tolist() if t != m]
+
+
+@lru_cache(maxsize=2)
+def _load(path: Path, target_path: Path, stamp: tuple) -> DistilledTable:
+    return DistilledTable(path, target_path)
+
+
+def load_table(target_path: Path, path: Path = DEFAULT_PATH) -> DistilledTable:
+    """The table for this target, loaded once per process (it is read-only once loaded); loaded
+    again if either file changed."""
+    path, target_path = Path(path).resolve(), Path(target_path).resolve()
+    stamp = tuple((p.stat().st_size, p.stat().st_mtime) if p.is_file() else None for p in (path, target_path))
+    return _load(path, target_path, stamp)

@@ -1,0 +1,120 @@
+"""Adaptive K (``--k auto``): before each round, choose the draft depth that maximises expected
+tokens per unit of time, from past rounds only.
+
+Expected tokens. Model each depth level of a draft as accepted with probability alpha, one level
+after another (Leviathan et al.'s i.i.d. model): a round of depth K emits
+
+    E(K) = 1 + alpha + ... + alpha^K = (1 - alpha^(K+1)) / (1 - alpha)
+
+tokens (the accepted levels plus the correction or bonus). alpha is estimated from past rounds:
+each level the target checked is a trial, a success if a drafted token there was accepted (a
+chain's first rejection ends its trials; a tree level is a success if any child was). Successes
+and trials decay by ``DECAY`` per round, so the estimate follows the text, and a Beta prior keeps
+the first rounds sensible.
+
+Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
+measured from past rounds; c the drafter's cost per token), and verifying N = 1 + K * n tokens
+costs v(N), the measured cost of one round whose target pass covers N tokens. K = 0 is plain
+decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
+time than K = 0, since a round with a draft has costs the model leaves out (the accept/reject
+walk over more positions). So that alpha is not frozen after a run of K = 0 rounds, a round
+drafts one level anyway after ``PROBE`` of them; each probe that changes nothing doubles the wait,
+since a probe costs more than a round (a neural draft must first catch up on every token it missed).
+
+The choice depends only on past rounds and on constants, never on the clock: a run is the same for
+the same seed, and exactness holds because K is fixed before the round's draft is made.
+"""
+
+from dataclasses import dataclass
+
+DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
+PRIOR = (1.0, 1.0)  # Beta(successes, failures) prior on alpha
+PROBE = 16  # after this many K = 0 rounds, draft one level to look again
+MIN_GAIN = 1.10  # draft only if it promises 10% more tokens per unit of time than K = 0
+
+# The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
+# forward, softmax), for this project's target on this 2-core CPU with 1 thread: 1.20 at N = 2,
+# 1.28-1.34 at 3, 1.49 at 5, 1.87 at ~13, 2.2 at ~17 (the bench's "verify v" column measures it).
+# Going from 1 row to 2 costs most: the matmuls leave the matrix-vector kernel. Fixed constants,
+# so that a trace does not depend on the machine's timing.
+VERIFY_BASE, VERIFY_SLOPE = 1.13, 0.068
+
+
+def verify_cost(n_tokens: int) -> float:
+    return 1.0 if n_tokens <= 1 else VERIFY_BASE + VERIFY_SLOPE * (n_tokens - 1)
+
+
+def expected_tokens(alpha: float, k: int) -> float:
+    return float(k + 1) if alpha >= 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+
+
+@dataclass
+class Choice:
+    """Why a round drafted K levels: the model's inputs and its tokens per cost for K = 0, 1, ..."""
+
+    k: int
+    alpha: float
+    per_level: float  # drafted tokens per depth level (1 for chains)
+    draft_cost: float  # c, per drafted token, in target forwards
+    rates: list[float]  # expected tokens / cost for K = 0, 1, ... (K = 0: exactly 1)
+    probe: bool = False
+
+    def candidates(self) -> list[dict]:
+        """Per K weighed: expected tokens, cost and their ratio (recomputed for display)."""
+        return [{"k": k, "expected_tokens": expected_tokens(self.alpha, k),
+                 "cost": round_cost(k, self.per_level, self.draft_cost), "tokens_per_cost": r}
+                for k, r in enumerate(self.rates)]  # fmt: skip
+
+
+def round_cost(k: int, per_level: float, draft_cost: float) -> float:
+    return k * per_level * draft_cost + verify_cost(1 + round(k * per_level))
+
+
+class AdaptiveK:
+    def __init__(self, k_max: int, draft_cost: float):
+        self.k_max = k_max
+        self.c = draft_cost
+        self.successes, self.trials = 0.0, 0.0
+        self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
+        self.idle = 0  # K = 0 rounds in a row
+        self.wait = PROBE  # K = 0 rounds before the next probe
+
+    @property
+    def alpha(self) -> float:
+        a, b = PRIOR
+        return (self.successes + a) / (self.trials + a + b)
+
+    @property
+    def per_level(self) -> float:
+        return self.tokens / self.levels if self.levels else 1.0
+
+    def choose(self, limit: int) -> Choice:
+        """The K for the next round, at most ``limit`` (the engine's own bound). Runs every
+        round, so plain floats only."""
+        alpha, n = self.alpha, self.per_level
+        rates, e, power = [1.0], 1.0, 1.0
+        for k in range(1, min(self.k_max, limit) + 1):
+            power *= alpha
+            e += power
+            rates.append(e / round_cost(k, n, self.c))
+        best = max(range(len(rates)), key=rates.__getitem__)  # ties: the smaller K
+        if rates[best] < MIN_GAIN:
+            best = 0
+        probe = best == 0 and self.idle >= self.wait and limit >= 1
+        if probe:
+            self.wait *= 2  # reset once the model itself chooses to draft again
+        elif best > 0:
+            self.wait = PROBE
+        return Choice(1 if probe else best, alpha, n, self.c, rates, probe)
+
+    def update(self, k: int, drafted: int, depth: int, accepted: int) -> None:
+        """After a round that drafted ``drafted`` tokens, ``depth`` levels deep (at most k), and
+        accepted ``accepted`` levels."""
+        self.idle = self.idle + 1 if k == 0 else 0
+        if depth == 0:
+            return
+        trials = accepted + (1 if accepted < depth else 0)
+        self.successes = DECAY * self.successes + accepted
+        self.trials = DECAY * self.trials + trials
+        self.tokens = DECAY * self.tokens + drafted
+        self.levels = DECAY * self.levels + depth

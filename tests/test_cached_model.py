@@ -1,0 +1,109 @@
+"""The lean forward (specviz.cached_model) computes what the reference GPT computes: logits within
+1e-10 in float64, and in float32 within 1e-5 of the logits' scale (the two use different matmul
+kernels, which sum in different orders), the same greedy text past block_size, the same KV cache."""
+
+import pytest
+import torch
+
+from models.checkpoint import load_checkpoint
+from models.gpt import PositionError
+from specviz.cached_model import CachedModel, lean_weights, window_start
+from specviz.drafters.base import tree_mask
+from specviz.engine import Generation, Settings
+
+TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
+TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
+
+
+def close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal within the dtype's tolerance: absolute in float64, relative to the largest value in float32."""
+    scale = 1.0 if a.dtype == torch.float64 else max(1.0, float(b.abs().max()))
+    return float((a - b).abs().max()) < TOL[a.dtype] * scale
+
+
+@pytest.fixture(scope="module", params=[torch.float64, torch.float32], ids=["float64", "float32"])
+def ckpt(request):
+    return load_checkpoint("target", dtype=request.param)
+
+
+def reference(ckpt, tokens, positions, past=None, mask=None):
+    with torch.no_grad():
+        logits, cache = ckpt.model(torch.tensor([tokens]), torch.tensor(positions), past, mask)
+    return logits[0], cache
+
+
+def test_prefill_then_one_token_then_a_chain(ckpt):
+    ids = ckpt.tokenizer.encode(TEXT)
+    lean = CachedModel(ckpt.model)
+    lean.sync(ids)  # prefill ids[:-1]
+    ref_logits, past = reference(ckpt, ids[:-1], list(range(len(ids) - 1)))
+    for (k1, v1), (k2, v2) in zip(lean.kv_cache(), past.layers, strict=True):
+        assert close(k1, k2) and close(v1, v2)
+    P = lean.length
+    one = lean.forward(ids[-1:], [P])  # (1, V)
+    assert close(one, reference(ckpt, ids[-1:], [P], past)[0])
+    chain = [ids[-1], 5, 17, 42, 1]
+    got = lean.forward(chain, list(range(P, P + 5)))  # (5, V): causal among the new tokens
+    assert close(got, reference(ckpt, chain, list(range(P, P + 5)), past)[0])
+
+
+def test_tree_attention_matches_the_reference_mask(ckpt):
+    ids = ckpt.tokenizer.encode(TEXT)
+    lean = CachedModel(ckpt.model)
+    lean.sync(ids)
+    _, past = reference(ckpt, ids[:-1], list(range(len(ids) - 1)))
+    parents = [-1, 0, 0, -1, 3, 4]  # two branches from the root, one of them three deep
+    tree = tree_mask(parents)  # (7, 7)
+    depths = [1, 2, 2, 1, 2, 3]
+    P = lean.length
+    tokens, positions = [ids[-1], 3, 8, 9, 20, 21, 22], [P] + [P + d for d in depths]
+    mask = torch.cat([torch.ones(7, P, dtype=torch.bool), tree], dim=1)
+    want = reference(ckpt, tokens, positions, past, mask)[0]
+    assert close(lean.forward(tokens, positions, tree), want)
+    # keep the path root -> node 3 -> node 4: the cache then equals a prefill of that sequence
+    lean.keep([0, 4, 5], [tokens[0], tokens[4], tokens[5]])
+    seq = ids[:-1] + [tokens[0], tokens[4], tokens[5]]
+    _, fresh = reference(ckpt, seq, list(range(len(seq))))
+    for (k1, v1), (k2, v2) in zip(lean.kv_cache(), fresh.layers, strict=True):
+        assert close(k1, k2) and close(v1, v2)
+
+
+@torch.no_grad()
+def test_greedy_text_equals_the_reference_past_block_size(ckpt):
+    """300 greedy tokens from the engine (lean path) against the reference module with no cache."""
+    prompt = ckpt.tokenizer.encode(TEXT)
+    B = ckpt.config.block_size
+    tokens = list(prompt)
+    for _ in range(300):
+        ctx = tokens[window_start(len(tokens), B) :]
+        logits, _ = ckpt.model(torch.tensor([ctx]), torch.arange(len(ctx)))
+        tokens.append(int(logits[0, -1].argmax()))
+    assert len(tokens) > B + 100
+    run = Generation(ckpt, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
+    assert run.tokens == tokens[len(prompt) :]
+
+
+def test_positions_outside_the_window_are_refused(ckpt):
+    lean = CachedModel(ckpt.model)
+    with pytest.raises(PositionError):
+        lean.forward([1], [ckpt.config.block_size])
+
+
+def test_the_cache_grows_for_a_tree_wider_than_its_spare_room(ckpt):
+    lean = CachedModel(ckpt.model)
+    ids = ckpt.tokenizer.encode(TEXT * 3)[:255]
+    lean.sync(ids)
+    spare = lean.capacity - lean.length
+    n = spare + 10  # a flat tree of n children: more entries than the preallocated room
+    tree = tree_mask([-1] * n)
+    lean.forward([ids[-1]] + [1] * n, [lean.length] + [lean.length + 1] * n, tree, logits=False)
+    assert lean.capacity >= 255 + n
+
+
+def test_lean_weights_are_copied_once_and_renewed_when_the_model_changes():
+    ckpt = load_checkpoint("tiny")
+    w = lean_weights(ckpt.model)
+    assert lean_weights(ckpt.model) is w  # shared by every generation on this model
+    with torch.no_grad():
+        ckpt.model.lm_head.weight.mul_(2.0)  # training, say: parameters change in place
+    assert lean_weights(ckpt.model) is not w

@@ -22,6 +22,8 @@ FREE_TEXT = "Free text"
 HELP = {
     "drafter": "Who proposes the K characters the target checks in one pass. 'none' is plain decoding.",
     "k": "Draft length: characters proposed per round (the depth limit for trees).",
+    "k_auto": "Adaptive K: each round picks the K (0 to the slider's K) with the most expected characters per unit "
+    "of time, from past rounds' acceptance and the measured cost of a pass. The step page shows why.",
     "temperature": "Target and draft temperature. 0 = greedy: accept exactly the target's argmax.",
     "min_context_count": "Trigram: fall back to the bigram row when the two-character context was seen fewer "
     "times than this in training.",
@@ -37,6 +39,9 @@ HELP = {
     "nasd_stop_if_unknown": "NASD: stop drafting at an unseen context instead of filling with the commonest token.",
     "lookup_max_ngram": "Prompt lookup: the longest n-gram of the context searched for in the prompt (its window).",
     "lookup_min_ngram": "Prompt lookup: the shortest n-gram tried before giving up.",
+    "distilled_context": "Distilled: L, the longest context (in characters) looked up in the table of the target's "
+    "own predictions; shorter ones are the back-off.",
+    "distilled_nodes": "Distilled tree: the node budget of the best-first draft tree.",
 }
 
 
@@ -73,6 +78,7 @@ def sidebar() -> RunSpec:
         st.text_area("Prompt text", key="ctl_prompt", height=110, label_visibility="collapsed")
         st.selectbox("Drafter", DRAFTERS, key="ctl_drafter", help=HELP["drafter"])
         st.slider("K (draft length)", *APP_LIMITS["k"], key="ctl_k", help=HELP["k"])
+        st.checkbox("Adaptive K (at most K)", key="ctl_k_auto", help=HELP["k_auto"])
         st.slider("Temperature", *APP_LIMITS["temperature"], step=0.05, key="ctl_temperature", help=HELP["temperature"])
         c1, c2 = st.columns(2)
         with c1:
@@ -91,6 +97,8 @@ def sidebar() -> RunSpec:
             st.checkbox("NASD stop_if_unknown", key="ctl_nasd_stop_if_unknown", help=HELP["nasd_stop_if_unknown"])
             _number("lookup_max_ngram", "Prompt-lookup window (max n-gram)")
             _number("lookup_min_ngram", "Prompt-lookup min n-gram")
+            _number("distilled_context", "Distilled L (context)")
+            _number("distilled_nodes", "Distilled tree nodes")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

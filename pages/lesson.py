@@ -17,14 +17,15 @@ from specviz.text_view import text_html
 SOURCES = ("The lesson's example", "The sidebar's run")
 
 
-@st.cache_data(max_entries=16, show_spinner="Running the lesson's rounds…")
+@st.cache_data(max_entries=16, show_spinner="Running the lesson's rounds, and timing them against plain decoding…")
 def lesson_trace(settings: Settings, ids: tuple):
-    """A run's first rounds (a Trace), until they show every case; once per settings and prompt."""
+    """A run's first rounds (a Trace), until they show every case, and their measured speedup;
+    once per settings and prompt."""
     target, tiny = models_or_stop()
     gen = Generation(target, list(ids), settings, tiny.model)
     while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
         gen.step()
-    return gen.trace
+    return gen.trace, lesson.measure_speedup(target, tiny.model, list(ids), settings, len(gen.trace.rounds))
 
 
 def _move(delta: int | None) -> None:
@@ -70,12 +71,12 @@ def check(step: lesson.Step, pos, vocab: str, predict: bool, i: int) -> None:
     chart(charts.pq_bars(pos, vocab), f"lesson_pq_{i}")
 
 
-def glossary_table(rounds, k: int, counts: bool):
+def glossary_table(rounds, k: int, counts: bool, timing: dict | None):
     columns = ["metric", "formula", "counts", "value"] if counts else ["metric", "formula", "definition"]
-    st.table([{c: row[c] for c in columns} for row in lesson.glossary(rounds, k)])  # a table wraps long counts
+    st.table([{c: row[c] for c in columns} for row in lesson.glossary(rounds, k, timing)])  # a table wraps long counts
 
 
-def draw(step: lesson.Step, trace, settings: Settings, predict: bool, i: int) -> None:
+def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bool, i: int) -> None:
     vocab, r = trace.vocab, trace.rounds[step.round]
     for part in step.parts:
         if part == "text_before":
@@ -100,7 +101,7 @@ def draw(step: lesson.Step, trace, settings: Settings, predict: bool, i: int) ->
             st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
             chart(charts.bonus_bars(r, vocab), "lesson_bonus")
         elif part == "totals":
-            glossary_table(trace.rounds, settings.k, counts=True)
+            glossary_table(trace.rounds, settings.k, counts=True, timing=timing)
             chart(charts.acceptance_chart(acceptance_by_position(trace.rounds)), "lesson_acceptance")
 
 
@@ -122,7 +123,7 @@ elif valid is None:
 else:
     settings, ids = valid[0].settings, valid[1]
 try:
-    trace = lesson_trace(settings, tuple(ids))
+    trace, timing = lesson_trace(settings, tuple(ids))
 except (ValueError, RuntimeError) as e:
     st.error(f"The run could not go on: {e}")
     st.stop()
@@ -141,6 +142,6 @@ i = navigation(len(steps))
 step = steps[i]
 st.subheader(step.title)
 st.markdown(step.text)
-draw(step, trace, settings, predict, i)
+draw(step, trace, timing, settings, predict, i)
 with st.expander("Glossary: every metric the app shows", expanded=False):
-    glossary_table(trace.rounds, settings.k, counts=False)
+    glossary_table(trace.rounds, settings.k, counts=False, timing=timing)

@@ -50,6 +50,8 @@ def current_round(r: RoundRecord, session: Session) -> None:
         else f"bonus {charts.label(vocab, r.bonus)!r}"
     )  # fmt: skip
     st.subheader(f"Round {r.index}: {verdict}")
+    if r.k_choice is not None:
+        chart(charts.k_choice_bars(r.k_choice), "k_choice")
     if not r.draft_tokens:
         st.info(
             "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."

@@ -27,6 +27,7 @@ the same seed, and exactness holds because K is fixed before the round's draft i
 
 from dataclasses import dataclass
 
+AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
 PRIOR = (1.0, 1.0)  # Beta(successes, failures) prior on alpha
 PROBE = 16  # after this many K = 0 rounds, draft one level to look again

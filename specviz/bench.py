@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, fields
 import torch
 
 from models.checkpoint import Checkpoint
+from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.presets import PRESETS, Preset
@@ -50,7 +51,8 @@ class BenchRow:
     suite: str  # "main" or "vs-transformers" (see the module docstring)
     drafter: str  # "none" is the baseline (plain KV-cached decoding, or transformers' greedy generate)
     temperature: float
-    k: int
+    k: int  # the draft depth K; with k_auto, the largest K adaptive K may choose
+    k_auto: bool  # adaptive K (--k auto): each drafter's default configuration
     prompts: int  # prompts in the set
     new_tokens: int  # new tokens asked per prompt
     repeats: int
@@ -69,6 +71,7 @@ class BenchRow:
     verify_cost: float | None  # time per verification pass / time per baseline forward pass
     same_as_baseline: bool | None  # temperature 0: the same tokens as the baseline; else None
     threads: int  # torch.get_num_threads() during the run
+    load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
     version: str  # "specviz (torch 2.13.0+cpu)" or "transformers 5.23.0 (torch ...)"
 
 
@@ -77,9 +80,12 @@ def rows_to_jsonl(rows: list[dict]) -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
+OPTIONAL = {"k_auto": False, "load_average": None}  # fields added later: older files lack them
+
+
 def rows_from_jsonl(text: str) -> list[dict]:
     """Parse rows written by rows_to_jsonl; ValueError (with the line number) on a bad line."""
-    names = {f.name for f in fields(BenchRow)}
+    names = {f.name for f in fields(BenchRow)} - set(OPTIONAL)
     rows = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -91,7 +97,7 @@ def rows_from_jsonl(text: str) -> list[dict]:
         missing = names - set(row) if isinstance(row, dict) else names
         if missing:
             raise ValueError(f"line {i} is not a benchmark row: missing {', '.join(sorted(missing))}")
-        rows.append(row)
+        rows.append(OPTIONAL | row)
     return rows
 
 
@@ -110,13 +116,15 @@ class _Run:
     accept_s: float = 0.0
 
 
-def bench_settings(drafter: str, temperature: float, k: int, n: int, seed: int) -> Settings:
-    """How the benchmark runs a drafter: the given K, temperature, length and seed, every knob at its default."""
-    return Settings(drafter=drafter, k=k, temperature=temperature, max_new_tokens=n, seed=seed)
+def bench_settings(drafter: str, temperature: float, k: int, n: int, seed: int, auto: bool = False) -> Settings:
+    """How the benchmark runs a drafter: the given K (or adaptive K up to it), temperature, length
+    and seed, every knob at its default."""
+    return Settings(drafter=drafter, k=k, k_auto=auto, temperature=temperature, max_new_tokens=n, seed=seed)
 
 
-def _specviz_run(target, tiny, prompt, drafter, temperature, k, n, seed) -> _Run:
-    settings = bench_settings(drafter, temperature, k, n, seed)
+def _specviz_run(target, tiny, prompt, config, temperature, n, seed) -> _Run:
+    drafter, k, auto = config
+    settings = bench_settings(drafter, temperature, k, n, seed, auto)
     t0 = time.perf_counter()
     trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None).run()
     seconds = time.perf_counter() - t0
@@ -147,10 +155,10 @@ def _total(reps, attr) -> float:
 
 
 def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
-    """One row per (drafter, temperature) of ``impl``. runs[(impl, drafter, T)] is a list over
-    repeats of lists over prompts of _Run; ``baseline`` is the (impl, drafter) speedups divide."""
-    rows = []
-    for (i, drafter, T), reps in runs.items():
+    """One row per (config, temperature) of ``impl``. runs[(impl, (drafter, k, auto), T)] is a list
+    over repeats of lists over prompts of _Run; ``baseline`` is the (impl, config) speedups divide."""
+    rows, load = [], round(os.getloadavg()[1], 2)
+    for (i, (drafter, k, auto), T), reps in runs.items():
         if i != impl:
             continue
         base = runs[(*baseline, T)]
@@ -170,11 +178,11 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
             timing["verify_cost"] = timing["verify_s"] / forwards / base_forward
         same = all(r.tokens == b.tokens for r, b in zip(first, base_first, strict=True)) if T == 0 else None
         row = BenchRow(
-            impl=impl, suite=suite, drafter=drafter, temperature=T, **common, tokens=tokens,
+            impl=impl, suite=suite, drafter=drafter, temperature=T, k=k, k_auto=auto, **common, tokens=tokens,
             target_forwards=forwards, tokens_per_forward=tpf, acceptance_rate=accepted / tried if tried else None,
             seconds=statistics.median(secs), tokens_per_s=statistics.median(tokens / s for s in secs),
             speedup=speedup, fraction_of_ideal=speedup / tpf if impl == "specviz" else None, **timing,
-            same_as_baseline=same, threads=torch.get_num_threads(), version=version,
+            same_as_baseline=same, threads=torch.get_num_threads(), load_average=load, version=version,
         )  # fmt: skip
         rows.append(asdict(row))
     return rows
@@ -182,14 +190,17 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
 
 def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset] | None = None,
               drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
-              repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False) -> list[dict]:  # fmt: skip
-    """Benchmark rows, one per (drafter, temperature) of the main suite, then, with
-    ``transformers=True`` (needs the package), the vs-transformers suite.
+              repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
+              auto: bool = False) -> list[dict]:  # fmt: skip
+    """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
+    ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
+    AUTO_K_MAX), then, with ``transformers=True`` (needs the package), the vs-transformers suite.
 
     ``tiny`` is the neural drafter's checkpoint (None: leave "neural" out of ``drafters``).
     ``progress(done, total)`` is called after every generation."""
     prompts = list(PRESETS if prompts is None else prompts)
     drafters = list(dict.fromkeys([BASELINE, *drafters]))  # the baseline always runs, first
+    configs = [(d, k, False) for d in drafters] + [(d, AUTO_K_MAX, True) for d in drafters[1:] if auto]
     Settings(k=k, max_new_tokens=max_new_tokens).check()
     if not prompts or repeats < 1 or not temperatures:
         raise ValueError("the benchmark needs at least one prompt, one temperature and one repeat")
@@ -201,7 +212,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     n_hf = min(max_new_tokens, HF_MAX_NEW_TOKENS, B // 2)
     # transformers' prompt lookup may verify up to k positions past the last one it keeps
     hf_ids = [p[-(B - n_hf - k) :] for p in ids]
-    total = repeats * (len(temperatures) * len(prompts) * len(drafters) + (4 * len(prompts) if hf else 0))
+    total = repeats * (len(temperatures) * len(prompts) * len(configs) + (4 * len(prompts) if hf else 0))
     done = 0
 
     def tick():
@@ -213,34 +224,35 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     main, versus = {}, {}
     for _ in range(repeats):
         for T in temperatures:
-            per_drafter = {d: [] for d in drafters}
+            per_config = {c: [] for c in configs}
             for j, prompt in enumerate(ids):
-                for d in drafters:
-                    per_drafter[d].append(_specviz_run(target, tiny, prompt, d, T, k, max_new_tokens, seed + j))
+                for c in configs:
+                    per_config[c].append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
                     tick()
-            for d in drafters:
-                main.setdefault(("specviz", d, T), []).append(per_drafter[d])
+            for c in configs:
+                main.setdefault(("specviz", c, T), []).append(per_config[c])
         if hf:
             model, calls = hf
             per = {(i, d): [] for i in ("specviz", "transformers") for d in HF_DRAFTERS}
             for prompt in hf_ids:
                 for d in HF_DRAFTERS:
-                    per[("specviz", d)].append(_specviz_run(target, None, prompt, d, 0.0, k, n_hf, seed))
+                    per[("specviz", d)].append(_specviz_run(target, None, prompt, (d, k, False), 0.0, n_hf, seed))
                     tick()
                     per[("transformers", d)].append(_hf_run(model, prompt, d, k, n_hf, calls))
                     tick()
             for (i, d), runs in per.items():
-                versus.setdefault((i, d, 0.0), []).append(runs)
+                versus.setdefault((i, (d, k, False), 0.0), []).append(runs)
 
     ours = f"specviz (torch {torch.__version__})"
-    common = {"k": k, "prompts": len(prompts), "repeats": repeats}
-    rows = _rows(main, "specviz", "main", ("specviz", BASELINE), ours, new_tokens=max_new_tokens, **common)
+    common = {"prompts": len(prompts), "repeats": repeats}
+    base = (BASELINE, k, False)
+    rows = _rows(main, "specviz", "main", ("specviz", base), ours, new_tokens=max_new_tokens, **common)
     if hf:
         import transformers as tf
 
         theirs = f"transformers {tf.__version__} (torch {torch.__version__})"
         for impl, version in (("specviz", ours), ("transformers", theirs)):
-            rows += _rows(versus, impl, "vs-transformers", ("specviz", BASELINE), version, new_tokens=n_hf, **common)
+            rows += _rows(versus, impl, "vs-transformers", ("specviz", base), version, new_tokens=n_hf, **common)
     return rows
 
 
@@ -269,6 +281,7 @@ def transformers_available() -> bool:
 
 
 NOTES_NO_HF = """\
+K: the draft depth; auto≤12: adaptive K (each drafter's default configuration), at most 12.
 tok/fwd: tokens per target forward pass, the speedup if drafting and verifying K+1 tokens cost
 nothing. speedup: over the KV-cached baseline (drafter none) in the same run, median of interleaved
 repeats. of ideal: speedup / tok/fwd. draft c: time to draft one token, verify v: time of one
@@ -287,6 +300,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("suite", "suite", "{}"),
     ("impl", "impl", "{}"),
     ("drafter", "drafter", "{}"),
+    ("K", "k", "{}"),
     ("T", "temperature", "{:g}"),
     ("tok/fwd", "tokens_per_forward", "{:.2f}"),
     ("accept", "acceptance_rate", "{:.0%}"),
@@ -303,6 +317,7 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
     """The rows as an aligned text table (or a Markdown one). Missing values print as '-'."""
     cells = [[h for h, _, _ in COLUMNS]]
     for r in rows:
+        r = r | {"k": f"auto≤{r['k']}" if r.get("k_auto") else r["k"]}
         cells.append(["-" if r[key] is None else fmt.format(r[key]) for _, key, fmt in COLUMNS])
     if markdown:
         lines = ["| " + " | ".join(row) + " |" for row in cells]

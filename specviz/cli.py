@@ -17,6 +17,7 @@ from tqdm import tqdm
 from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, atomic_write, checkpoint_path, load_checkpoint
 from models.tokenizer import UnknownCharactersError
 from specviz import distill
+from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.exactness import run_exactness
@@ -61,12 +62,23 @@ def cmd_info(args) -> None:
         )
 
 
+def k_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {text[:40]!r}") from None
+
+
 def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
     """The settings of one speculative run, as flags (defaults from engine.Settings)."""
     d = Settings()
     p.add_argument("--prompt", default="ROMEO:\nBut soft, what light", help="text to continue")
     p.add_argument("--drafter", default=d.drafter, help=f"one of: {', '.join(DRAFTERS)}")
-    p.add_argument("--k", type=int, default=d.k, help="draft length K (1..32)")
+    p.add_argument(
+        "--k", type=k_arg, default=d.k, help=f"draft length K (1..32), or auto: adaptive, at most {AUTO_K_MAX}"
+    )
     p.add_argument("--temperature", type=float, default=d.temperature, help="0 = greedy")
     if not samples:
         p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="1..4096")
@@ -89,6 +101,8 @@ def prepare(args, max_new_tokens: int):
     """Checkpoints, prompt ids and settings from the flags; user errors become CLIError."""
     names = {f.name for f in fields(Settings)}
     values = {k: v for k, v in vars(args).items() if k in names}
+    if values.get("k") == "auto":
+        values |= {"k": AUTO_K_MAX, "k_auto": True}
     settings = Settings(
         **{**values, "max_new_tokens": max_new_tokens, "nasd_stop_if_unknown": not args.nasd_continue_if_unknown}
     )
@@ -197,7 +211,7 @@ def cmd_bench(args) -> None:
             bar.update(done - bar.n)
 
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
-                               seed=args.seed, progress=progress, transformers=hf)  # fmt: skip
+                               seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto)  # fmt: skip
     text = bench.rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
@@ -281,6 +295,9 @@ def build_parser() -> OneLineParser:
     b.add_argument("--seed", type=int, default=0)
     b.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
     b.add_argument("--no-transformers", action="store_true", help="skip the comparison with transformers")
+    b.add_argument(
+        "--no-auto", action="store_true", help="skip the adaptive-K rows (each drafter's default configuration)"
+    )
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.set_defaults(func=cmd_bench)
     chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")

@@ -153,7 +153,8 @@ def build(target_name: str, corpus: Path, out: Path, cfg: DistillConfig, resume_
     probs, argmax = torch.cat(probs), torch.cat(argmax)
     assert len(probs) == len(train_ids), "windows must record every training position exactly once"
     table = aggregate(train_ids, probs, argmax, cfg, V)
-    seconds = time.perf_counter() - t_start
+    # The header holds only what the table is a function of, so the same input gives the same
+    # bytes; how this build ran (time, command, threads) goes to a sidecar beside it.
     meta = {
         "format": FORMAT,
         "config": asdict(cfg),
@@ -163,17 +164,26 @@ def build(target_name: str, corpus: Path, out: Path, cfg: DistillConfig, resume_
         "corpus_sha256": hashlib.sha256(corpus.read_bytes()).hexdigest(),
         "train_chars": len(train_ids),
         "contexts": len(table["keys"]),
-        "command": command,
-        "build_seconds": round(seconds, 1),
         "torch": torch.__version__,
-        "threads": torch.get_num_threads(),
     }
-    header = {"format": FORMAT, "meta": json.dumps(meta)}
-    atomic_write(out, lambda tmp: save_file(table, tmp, metadata=header))
+    atomic_write(out, lambda tmp: save_file(table, tmp, metadata={"format": FORMAT, "meta": json.dumps(meta)}))
+    build_info = {
+        "command": command,
+        "build_seconds": round(time.perf_counter() - t_start, 1),
+        "threads": torch.get_num_threads(),
+        "sha256": sha256_file(out),
+        "bytes": out.stat().st_size,
+    }
+    atomic_write(build_path(out), lambda tmp: Path(tmp).write_text(json.dumps(build_info, indent=1) + "\n"))
     for f in resume.glob("chunk-*.pt"):
         f.unlink()
     resume.rmdir()
-    return meta
+    return meta | build_info
+
+
+def build_path(table: Path) -> Path:
+    """The sidecar that records how a table was built: models/distilled.build.json."""
+    return table.with_name(table.name.removesuffix(".safetensors") + ".build.json")
 
 
 def add_args(p: argparse.ArgumentParser) -> None:

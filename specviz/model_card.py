@@ -1,7 +1,11 @@
 """models/README.md, rendered from the checkpoints themselves so the card never drifts from
 the files: ``python -m specviz model-card``."""
 
+import json
+
 from models.checkpoint import CHECKPOINT_NAMES, checkpoint_path, load_checkpoint
+from models.distilled import DEFAULT_PATH, file_sha256, load_table
+from specviz.distill import build_path
 from specviz.engine import Generation, Settings
 
 ROLES = {
@@ -10,6 +14,39 @@ ROLES = {
     "and a second, weaker target for comparison.",
 }
 SAMPLE = dict(prompt="ROMEO:\n", temperature=0.8, seed=0, max_new_tokens=300)
+
+
+def distilled_section() -> list[str]:
+    """The distilled table's card, from its header and its build sidecar."""
+    table = load_table(checkpoint_path("target"))
+    m, cfg = table.meta, table.meta["config"]
+    build = json.loads(build_path(DEFAULT_PATH).read_text())
+    if build["sha256"] != file_sha256(DEFAULT_PATH):
+        raise ValueError(f"{build_path(DEFAULT_PATH).name} describes another build than {DEFAULT_PATH.name}")
+    return [
+        "## distilled",
+        "",
+        "The table of the `distilled` and `distilled-tree` drafters: what the target itself predicts after every "
+        f"context of up to {cfg['max_context']} characters of the training split (its most frequent argmax, and "
+        f"the top {cfg['top_k']} characters of its average next-character distribution), for the contexts seen at "
+        f"least {cfg['min_count']} times. See `specviz/distill.py`.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| contexts | {m['contexts']:,} (from {m['train_chars']:,} training characters) |",
+        f"| file | `models/{DEFAULT_PATH.name}`, {build['bytes'] / 1e6:.1f} MB |",
+        f"| sha256 | `{build['sha256']}` |",
+        f"| distilled from | `models/{m['target_file']}`, sha256 `{m['target_sha256']}` (any other target is refused) |",
+        f"| corpus sha256 | `{m['corpus_sha256']}` |",
+        f"| build time | {build['build_seconds'] / 60:.1f} min, {build['threads']} thread(s), torch {m['torch']} |",
+        "",
+        "Built with:",
+        "",
+        "```",
+        build["command"],
+        "```",
+        "",
+    ]
 
 
 def render_card() -> str:
@@ -66,6 +103,7 @@ def render_card() -> str:
             "```",
             "",
         ]
+    out += distilled_section()
     out += [
         "Losses are the mean next-character cross-entropy over non-overlapping 256-character windows of each "
         "split (`specviz.train.evaluate`); the test suite recomputes the val loss from the corpus.",

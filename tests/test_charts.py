@@ -29,22 +29,23 @@ def test_pq_bars_hold_p_q_and_their_overlap(run):
             x = list(trace_by_name(fig, "p (target)").x)
             ids = [next(t for t in range(len(vocab)) if charts.label(vocab, t) == c) for c in x]
             assert pos.token in ids
-            assert list(trace_by_name(fig, "p (target)").y) == [pos.p[t] for t in ids]
-            assert list(trace_by_name(fig, "q (draft)").y) == [pos.q[t] for t in ids]
-            assert list(trace_by_name(fig, "min(p, q)").y) == [min(pos.p[t], pos.q[t]) for t in ids]
-            alpha = sum(min(a, b) for a, b in zip(pos.p, pos.q, strict=True))
+            p, q = pos.p.tolist(), pos.q.tolist()
+            assert list(trace_by_name(fig, "p (target)").y) == [p[t] for t in ids]
+            assert list(trace_by_name(fig, "q (draft)").y) == [q[t] for t in ids]
+            assert list(trace_by_name(fig, "min(p, q)").y) == [min(p[t], q[t]) for t in ids]
+            alpha = sum(min(a, b) for a, b in zip(p, q, strict=True))
             assert f"Σ min(p, q) = {alpha:.3f}" in fig.layout.title.text
 
 
 def test_residual_and_bonus_mark_the_drawn_token(run):
     s, vocab = run
-    assert any(r.residual for r in s.rounds) and any(r.bonus_p for r in s.rounds)
+    assert any(r.residual is not None for r in s.rounds) and any(r.bonus_p is not None for r in s.rounds)
     for r in s.rounds:
-        fig = charts.residual_bars(r, vocab) if r.residual else charts.bonus_bars(r, vocab)
-        dist, drawn = (r.residual, r.correction) if r.residual else (r.bonus_p, r.bonus)
+        fig = charts.residual_bars(r, vocab) if r.residual is not None else charts.bonus_bars(r, vocab)
+        dist, drawn = (r.residual, r.correction) if r.residual is not None else (r.bonus_p, r.bonus)
         bar = fig.data[0]
         i = list(bar.x).index(charts.label(vocab, drawn))
-        assert bar.y[i] == dist[drawn] and bar.marker.color[i] == charts.distributions.DRAW_COLOUR
+        assert bar.y[i] == float(dist[drawn]) and bar.marker.color[i] == charts.distributions.DRAW_COLOUR
 
 
 def test_kv_ledger_and_timeline_add_up(run):
@@ -108,6 +109,6 @@ def test_every_figure_is_valid_plotly(run):
     figs = [charts.kv_timeline(s.rounds, 2), charts.acceptance_chart(acceptance_by_position(s.rounds))]
     for r in s.rounds:
         figs += [charts.pq_bars(p, vocab) for p in r.positions] + [charts.kv_ledger(r)]
-        figs.append(charts.residual_bars(r, vocab) if r.residual else charts.bonus_bars(r, vocab))
+        figs.append(charts.residual_bars(r, vocab) if r.residual is not None else charts.bonus_bars(r, vocab))
     for fig in figs:
         go.Figure(fig.to_dict())  # raises ValueError on any unknown or ill-typed property

@@ -94,7 +94,7 @@ def test_chart_specs_hold_the_numbers_of_the_trace():
     for pos in r.positions:
         spec = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"Depth {pos.depth}:"))
         p_bar = next(d for d in spec["data"] if d["name"] == "p (target)")
-        assert pos.p_x in p_bar["y"] and max(pos.p) == pytest.approx(max(p_bar["y"]))
+        assert pos.p_x in p_bar["y"] and float(pos.p.max()) == pytest.approx(max(p_bar["y"]))
     ledger = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"KV cache, round {r.index}"))
     assert ledger["data"][0]["x"] == [r.kv_before] * 3
     table = at.dataframe[0].value

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import plotly.graph_objects as go
+import pytest
 from conftest import wait_idle
 from streamlit.testing.v1 import AppTest
 
@@ -221,6 +222,18 @@ def test_the_lessons_example_shows_every_case(target):
     assert rows["Acceptance rate α"]["counts"] == f"{accepted} / {tried}"
     assert rows["Tokens per target forward pass"]["counts"] == f"{len(trace.tokens)} / {len(trace.rounds)}"
     assert {"Accepted length", "Acceptance rate per position", "Speedup"} <= set(rows)
+
+
+def test_the_lessons_speedup_is_measured_not_quoted(target, tiny):
+    ids = target.tokenizer.encode(preset(lesson.EXAMPLE_PRESET).text)
+    timing = lesson.measure_speedup(target, tiny.model, ids, lesson.EXAMPLE, rounds=4, repeats=1)
+    assert timing["speedup"] == pytest.approx(timing["plain_s"] / timing["speculative_s"])
+    trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
+    row = {g["metric"]: g for g in lesson.glossary(trace.rounds, 4, timing)}["Speedup"]
+    assert (
+        row["value"].startswith(f"{timing['speedup']:.2f}×") and f"{timing['plain_s'] * 1000:.1f} ms" in row["counts"]
+    )
+    assert {g["metric"]: g for g in lesson.glossary(trace.rounds, 4)}["Speedup"]["value"] == "– (not measured)"
 
 
 def test_question_bars_hide_the_verdict(target):

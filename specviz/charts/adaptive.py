@@ -1,0 +1,31 @@
+"""Adaptive K's choice for one round: expected characters per unit of time for every K it weighed,
+the chosen K marked, with the expected characters and the cost behind each bar."""
+
+import plotly.graph_objects as go
+
+from specviz.adaptive import MIN_GAIN, Choice
+from specviz.charts.figure import bar, figure
+
+CHOSEN, OTHER = "#0072B2", "#BBBBBB"  # Okabe-Ito blue; grey
+
+
+def k_choice_bars(choice: Choice) -> go.Figure:
+    cands = choice.candidates()
+    ks = [c["k"] for c in cands]
+    data = [
+        bar(ks, [c["tokens_per_cost"] for c in cands], "expected characters / cost",
+            marker={"color": [CHOSEN if k == choice.k else OTHER for k in ks]},
+            customdata=[[c["expected_tokens"], c["cost"]] for c in cands],
+            hovertemplate="K=%{x}: %{customdata[0]:.2f} characters expected / cost %{customdata[1]:.2f} "
+                          "target passes = %{y:.2f}<extra></extra>"),
+    ]  # fmt: skip
+    why = "a probe: K = 0 has won for a while, so one level is drafted to look again" if choice.probe else (
+        f"drafting must promise {MIN_GAIN:.2f}× plain decoding's rate" if choice.k == 0 else "the highest bar")  # fmt: skip
+    title = (f"Adaptive K chose K = {choice.k} ({why})<br><sub>from past rounds: acceptance per level α = "
+             f"{choice.alpha:.2f}, {choice.per_level:.1f} drafted per level, draft cost c = {choice.draft_cost:.2f} "
+             "target passes per token</sub>")  # fmt: skip
+    layout = {"title": {"text": title}, "height": 300, "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
+              "xaxis": {"title": {"text": "K"}, "dtick": 1}, "yaxis": {"title": {"text": "characters per target pass"}},
+              "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
+                          "line": {"dash": "dot", "color": "#555"}}]}  # fmt: skip
+    return figure(data, layout)

@@ -1,0 +1,137 @@
+"""The distilled table: built from the target's own outputs (checked by brute force on a slice),
+reproducible, resumable, paired to its target; the drafters' drafts are well formed, and greedy
+decoding with them (every K, and adaptive K) equals the baseline."""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from models.checkpoint import checkpoint_path
+from models.distilled import DEFAULT_PATH, DistilledError, DistilledTable, context_key, load_table
+from specviz import distill
+from specviz.drafters.distilled import TREE_CHILDREN, DistilledTreeDrafter
+from specviz.engine import Generation, Settings
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+SLICE = 3000  # training characters: a few seconds of target passes
+needs_corpus = pytest.mark.skipif(not CORPUS.is_file(), reason="the corpus ../shared/data is not beside the checkout")
+
+
+def build(tmp_path: Path, name: str, cfg: distill.DistillConfig | None = None) -> Path:
+    cfg = cfg or distill.DistillConfig(limit_chars=SLICE, chunk_windows=4)
+    out = tmp_path / f"{name}.safetensors"
+    distill.build("target", CORPUS, out, cfg, tmp_path / "resume", "test")
+    return out
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@needs_corpus
+def test_rows_are_the_targets_own_averages(tmp_path, target):
+    """Every kept context's row against a brute-force pass over the same positions."""
+    out = build(tmp_path, "a")
+    table = DistilledTable(out, checkpoint_path("target"))
+    ids = torch.tensor(target.tokenizer.encode(CORPUS.read_text()[:SLICE]))
+    starts = distill.window_starts(len(ids), target.config.block_size)
+    probs, argmax = distill.target_outputs(target.model, ids, starts, batch=8)
+    V, seq = target.config.vocab_size, ids.tolist()
+    checked = 0
+    for t in (100, 777, 2999):  # a few positions, every context length ending there
+        for L in range(0, 9):
+            key = context_key(seq[: t + 1], L, V)
+            same = [s for s in range(max(L - 1, 0), len(seq)) if seq[s - L + 1 : s + 1] == seq[t - L + 1 : t + 1]]
+            row = table.row.get(key)
+            if len(same) < 2:  # seen once: dropped (min_count 2)
+                assert row is None
+                continue
+            mean = probs[same].double().mean(0)
+            votes = torch.bincount(argmax[same].long(), minlength=V)
+            assert table.counts[row] == len(same)
+            assert table.mode[row] == int(votes.argmax())
+            top_t, top_p = table.top(row)
+            assert top_t == mean.topk(len(top_t)).indices.tolist()
+            assert top_p == pytest.approx(mean[top_t].tolist(), abs=1e-3)  # stored as float16
+            assert table.q(row).sum().item() == pytest.approx(1.0, abs=1e-12)
+            checked += 1
+    assert checked >= 10
+
+
+@needs_corpus
+def test_a_build_is_reproducible_and_resumes(tmp_path, monkeypatch):
+    first = build(tmp_path, "first")
+    # Interrupt a second build after two chunks, then run it again: it resumes from the saved chunks.
+    calls, real = [], distill.target_outputs
+
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(distill, "target_outputs", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        build(tmp_path, "second")
+    assert len(list((tmp_path / "resume").glob("*/chunk-*.pt"))) == 2
+    monkeypatch.setattr(distill, "target_outputs", real)
+    second = build(tmp_path, "second")
+    assert sha(first) == sha(second)
+    assert json.loads(distill.build_path(second).read_text())["sha256"] == sha(second)
+
+
+def test_the_shipped_table_belongs_to_the_shipped_target():
+    table = load_table(checkpoint_path("target"))
+    assert table.meta["target_sha256"] == hashlib.sha256(checkpoint_path("target").read_bytes()).hexdigest()
+    assert DEFAULT_PATH.stat().st_size <= 15_000_000
+    with pytest.raises(DistilledError, match="distilled from another target") as e:
+        DistilledTable(DEFAULT_PATH, checkpoint_path("tiny"))
+    assert "\n" not in str(e.value)
+
+
+def test_a_damaged_table_is_one_line(tmp_path):
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(DEFAULT_PATH.read_bytes()[:1000])
+    with pytest.raises(DistilledError, match="cannot load distilled table") as e:
+        DistilledTable(bad, checkpoint_path("target"))
+    assert "\n" not in str(e.value)
+
+
+def test_lookup_backs_off_to_the_longest_context_seen_often_enough():
+    table = load_table(checkpoint_path("target"))
+    seq = [table.vocab.index(c) for c in "ROMEO:\nBut soft"]
+    row, L = table.lookup(seq, 2)
+    assert L >= 4 and table.counts[row] >= 2
+    row_strict, L_strict = table.lookup(seq, table.counts[row] + 1)  # that context is no longer enough
+    assert L_strict < L and table.counts[row_strict] > table.counts[row]
+    assert table.lookup([], 2) == (table.row[0], 0)  # the empty context: the unigram
+
+
+def test_the_tree_is_well_formed(target):
+    table = load_table(checkpoint_path("target"))
+    ids = target.tokenizer.encode("ROMEO:\nBut soft, what light")
+    for k, nodes in ((1, 16), (4, 16), (8, 5), (3, 40)):
+        d = DistilledTreeDrafter(table, nodes=nodes).draft(ids, k, 0.0, torch.Generator())
+        assert 0 < len(d.tokens) <= nodes and max(d.depths) <= k and d.q is None
+        kids: dict[int, list[int]] = {}
+        for i, p in enumerate(d.parents):
+            assert p < i  # parents first: depth-first order
+            kids.setdefault(p, []).append(d.tokens[i])
+        for siblings in kids.values():
+            assert len(set(siblings)) == len(siblings) <= TREE_CHILDREN
+        assert d.tokens[0] == table.mode[table.lookup(ids[-8:], 2)[0]]  # the first child is the target's mode
+
+
+@pytest.mark.parametrize("drafter", ["distilled", "distilled-tree"])
+def test_greedy_with_adaptive_k_equals_the_baseline(target, drafter):
+    prompt = target.tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?\n")
+    base = Generation(target, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
+    auto = Generation(target, prompt, Settings(drafter=drafter, k=12, k_auto=True, temperature=0,
+                                               max_new_tokens=300)).run()  # fmt: skip
+    assert auto.tokens == base.tokens
+    assert sum(r.reprefill for r in auto.rounds) >= 1  # 300 tokens past the window
+    chosen = {r.k_choice.k for r in auto.rounds}
+    assert max(chosen) > 4  # a confident drafter drafts deep

@@ -63,9 +63,9 @@ class DistilledTable:
             with safe_open(path, framework="pt") as f:
                 header = f.metadata() or {}
                 t = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
-            if header.get("format") != FORMAT:
+            self.meta = json.loads(header.get("meta", "{}"))
+            if self.meta.get("format") != FORMAT:
                 raise ValueError("not a specviz distilled table")
-            self.meta = json.loads(header["meta"])
             keys, counts, mode = t["keys"], t["counts"], t["mode"]
             # numpy for the hot path: a row's .tolist() costs a fraction of a tensor's
             self.top_tokens, self.top_probs = t["top_tokens"].long().numpy(), t["top_probs"].double().numpy()

@@ -16,10 +16,16 @@ Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tok
 measured from past rounds; c the drafter's cost per token), and verifying N = 1 + K * n tokens
 costs v(N), the measured cost of one round whose target pass covers N tokens. K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
-time than K = 0, since a round with a draft has costs the model leaves out (the accept/reject
-walk over more positions). So that alpha is not frozen after a run of K = 0 rounds, a round
-drafts one level anyway after ``PROBE`` of them; each probe that changes nothing doubles the wait,
-since a probe costs more than a round (a neural draft must first catch up on every token it missed).
+time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
+walk over more positions).
+
+A K = 0 round still learns, for free: the target's pass gives p for the next token anyway, so a
+cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round, proposes one
+level that is scored but never verified,
+by the probability that the lossless rule would have accepted it (verify.expected_acceptance). That
+observation is a fractional trial, so alpha follows the text while drafting does not pay. An
+expensive drafter (the neural draft) is not consulted while idle: it would have to catch up on
+every token it missed.
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.
@@ -30,7 +36,8 @@ from dataclasses import dataclass
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
 PRIOR = (1.0, 1.0)  # Beta(successes, failures) prior on alpha
-PROBE = 16  # after this many K = 0 rounds, draft one level to look again
+SHADOW_COST = 0.1  # drafters at most this costly are scored in K = 0 rounds
+SHADOW_EVERY = 4  # ... every 4th such round: alpha moves slowly, and a shadow draft is not free
 MIN_GAIN = 1.10  # draft only if it promises 10% more tokens per unit of time than K = 0
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
@@ -57,18 +64,32 @@ class Choice:
     alpha: float
     per_level: float  # drafted tokens per depth level (1 for chains)
     draft_cost: float  # c, per drafted token, in target forwards
-    rates: list[float]  # expected tokens / cost for K = 0, 1, ... (K = 0: exactly 1)
-    probe: bool = False
+    k_max: int  # the largest K it could choose this round
 
     def candidates(self) -> list[dict]:
         """Per K weighed: expected tokens, cost and their ratio (recomputed for display)."""
         return [{"k": k, "expected_tokens": expected_tokens(self.alpha, k),
                  "cost": round_cost(k, self.per_level, self.draft_cost), "tokens_per_cost": r}
-                for k, r in enumerate(self.rates)]  # fmt: skip
+                for k, r in enumerate(rates(self.alpha, self.per_level, self.draft_cost, self.k_max))]  # fmt: skip
 
 
 def round_cost(k: int, per_level: float, draft_cost: float) -> float:
     return k * per_level * draft_cost + verify_cost(1 + round(k * per_level))
+
+
+def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, early_stop: bool = False) -> list[float]:
+    """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). E(K)/cost(K)
+    rises to one peak and falls, so ``early_stop`` ends the list two past the best so far."""
+    out, e, power, best = [1.0], 1.0, 1.0, 0
+    for k in range(1, k_max + 1):
+        power *= alpha
+        e += power
+        out.append(e / round_cost(k, per_level, draft_cost))
+        if out[k] > out[best]:
+            best = k
+        elif early_stop and k >= best + 2:
+            break
+    return out
 
 
 class AdaptiveK:
@@ -78,7 +99,6 @@ class AdaptiveK:
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
-        self.wait = PROBE  # K = 0 rounds before the next probe
 
     @property
     def alpha(self) -> float:
@@ -90,23 +110,20 @@ class AdaptiveK:
         return self.tokens / self.levels if self.levels else 1.0
 
     def choose(self, limit: int) -> Choice:
-        """The K for the next round, at most ``limit`` (the engine's own bound). Runs every
-        round, so plain floats only."""
-        alpha, n = self.alpha, self.per_level
-        rates, e, power = [1.0], 1.0, 1.0
-        for k in range(1, min(self.k_max, limit) + 1):
-            power *= alpha
-            e += power
-            rates.append(e / round_cost(k, n, self.c))
-        best = max(range(len(rates)), key=rates.__getitem__)  # ties: the smaller K
-        if rates[best] < MIN_GAIN:
-            best = 0
-        probe = best == 0 and self.idle >= self.wait and limit >= 1
-        if probe:
-            self.wait *= 2  # reset once the model itself chooses to draft again
-        elif best > 0:
-            self.wait = PROBE
-        return Choice(1 if probe else best, alpha, n, self.c, rates, probe)
+        """The K for the next round, at most ``limit`` (the engine's own bound). Runs every round."""
+        alpha, n, k_max = self.alpha, self.per_level, min(self.k_max, limit)
+        r = rates(alpha, n, self.c, k_max, early_stop=True)
+        best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
+        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+
+    def shadow_due(self) -> bool:
+        """Whether this K = 0 round should score an unverified one-level draft."""
+        return self.idle % SHADOW_EVERY == 0 and self.c <= SHADOW_COST
+
+    def observe(self, acceptance: float) -> None:
+        """A K = 0 round's unverified one-level draft, accepted with this probability."""
+        self.successes = DECAY * self.successes + acceptance
+        self.trials = DECAY * self.trials + 1
 
     def update(self, k: int, drafted: int, depth: int, accepted: int) -> None:
         """After a round that drafted ``drafted`` tokens, ``depth`` levels deep (at most k), and

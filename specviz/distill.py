@@ -166,7 +166,9 @@ def build(target_name: str, corpus: Path, out: Path, cfg: DistillConfig, resume_
         "contexts": len(table["keys"]),
         "torch": torch.__version__,
     }
-    atomic_write(out, lambda tmp: save_file(table, tmp, metadata={"format": FORMAT, "meta": json.dumps(meta)}))
+    # One metadata key: safetensors keeps the header's keys in a hash map, so two could be written in
+    # either order, and the same table would not always be the same bytes.
+    atomic_write(out, lambda tmp: save_file(table, tmp, metadata={"meta": json.dumps(meta)}))
     build_info = {
         "command": command,
         "build_seconds": round(time.perf_counter() - t_start, 1),

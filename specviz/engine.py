@@ -18,11 +18,11 @@ from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
-from specviz.drafters import DRAFTERS, Drafter, make_drafter
+from specviz.drafters import DRAFTERS, Drafter, chain, make_drafter
 from specviz.drafters.base import tree_mask
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
-from specviz.verify import VARIANTS, verify, verify_nasd_seed
+from specviz.verify import VARIANTS, expected_acceptance, verify, verify_nasd_seed
 
 
 @dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is
@@ -111,11 +111,13 @@ class Generation:
         k = self.draft_limit
 
         t0 = time.perf_counter()
-        choice = None
+        choice = shadow = None
         if self.adaptive is not None:
             choice = self.adaptive.choose(k)
+            if choice.k == 0 and k >= 1 and self.adaptive.shadow_due():
+                shadow = self.drafter.draft(self.tokens, 1, T, self.gen)  # scored below, never verified
             k = choice.k
-        draft = self.drafter.draft(self.tokens, k, T, self.gen)
+        draft = self.drafter.draft(self.tokens, k, T, self.gen) if k else chain([])
         depths = draft.depths
         if depths and max(depths) > k:
             raise RuntimeError(f"drafter {s.drafter} proposed {max(depths)} deep, above the limit {k}")
@@ -139,6 +141,8 @@ class Generation:
         self.tokens += emitted
         if self.adaptive is not None:
             self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))
+            if shadow is not None and shadow.tokens:
+                self.adaptive.observe(expected_acceptance(shadow, p_rows[0]))
         record = RoundRecord(
             index=len(self.trace.rounds),
             context_len=L,

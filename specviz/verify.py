@@ -54,6 +54,18 @@ def children_of(parents: list[int]) -> dict[int, list[int]]:
     return kids
 
 
+def expected_acceptance(draft: Draft, p: torch.Tensor) -> float:
+    """The probability that verify accepts one of the root's children, given the root's target
+    distribution p (V,): sum of p(x) over distinct deterministic children (each rejection zeroes
+    p(x) and renormalises), or sum of min(p, q) for a single child drawn from q. No randomness."""
+    roots = [i for i, parent in enumerate(draft.parents) if parent == -1]
+    if draft.q is None:
+        return float(p[[draft.tokens[i] for i in roots]].sum()) if roots else 0.0
+    if len(roots) != 1:
+        raise ValueError("a sampled draft scores a single child of the root")
+    return float(torch.minimum(p, draft.q[roots[0]]).sum())
+
+
 def verify(draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
     """p_rows: (N+1, V) target distributions, row 0 after the root, row i+1 after node i."""
     V = p_rows.size(-1)

@@ -5,9 +5,11 @@ import pytest
 import torch
 
 from models.checkpoint import load_checkpoint
-from specviz.adaptive import MIN_GAIN, PROBE, AdaptiveK, expected_tokens, round_cost, verify_cost
+from specviz.adaptive import MIN_GAIN, AdaptiveK, expected_tokens, rates, round_cost, verify_cost
 from specviz.drafters import DRAFTERS
+from specviz.drafters.base import Draft
 from specviz.engine import Generation, Settings
+from specviz.verify import expected_acceptance, verify
 
 
 def test_expected_tokens_is_the_geometric_sum():
@@ -20,7 +22,7 @@ def test_expected_tokens_is_the_geometric_sum():
 def learnt(alpha: float, k_max: int = 12, c: float = 0.02) -> AdaptiveK:
     """A policy whose estimate has settled at per-level acceptance ``alpha`` (chains)."""
     a = AdaptiveK(k_max, c)
-    a.successes, a.trials, a.tokens, a.levels = 1000 * alpha, 1000.0, 100.0, 100.0
+    a.successes, a.trials, a.tokens, a.levels = 10 * alpha, 10.0, 10.0, 10.0  # decay 0.9: ~10 trials in view
     return a
 
 
@@ -30,15 +32,16 @@ def test_update_counts_levels_until_the_first_rejection():
     a.update(4, 4, 4, 4)  # all four accepted: 4 trials, no failure
     assert a.successes == pytest.approx(0.9 * 2 + 4) and a.trials == pytest.approx(0.9 * 3 + 4)
     assert a.alpha == pytest.approx((5.8 + 1) / (6.7 + 2))
-    a.update(0, 0, 0, 0)  # a K = 0 round teaches nothing
-    assert a.trials == pytest.approx(6.7) and a.idle == 1
+    a.update(0, 0, 0, 0)  # a K = 0 round's verification teaches nothing (observe does)
+    assert a.trials == pytest.approx(6.7)
 
 
 def test_confident_drafts_go_deep_and_weak_ones_not_at_all():
     deep = learnt(0.95).choose(12)
-    assert deep.k >= 8 and deep.rates[deep.k] == max(deep.rates)
+    full = rates(deep.alpha, deep.per_level, deep.draft_cost, 12)  # every K, no early stop
+    assert deep.k >= 8 and full[deep.k] == max(full)
     none = learnt(0.1).choose(12)
-    assert none.k == 0 and max(none.rates) < MIN_GAIN
+    assert none.k == 0 and max(rates(none.alpha, 1.0, 0.02, 12)) < MIN_GAIN
     assert learnt(0.95).choose(3).k == 3  # never above the engine's limit
     cands = deep.candidates()
     assert cands[0] == {"k": 0, "expected_tokens": 1.0, "cost": 1.0, "tokens_per_cost": 1.0}
@@ -50,17 +53,37 @@ def test_an_expensive_drafter_needs_more_acceptance():
     assert cheap.k > dear.k
 
 
-def test_idle_rounds_probe_with_a_growing_wait():
+def test_idle_rounds_still_learn_from_unverified_drafts():
     a = learnt(0.1)
-    ks = []
-    for _ in range(PROBE * 8):
-        c = a.choose(12)
-        ks.append(c.k)
-        a.update(c.k, c.k, c.k, 0)  # a probe that is rejected
-    probes = [i for i, k in enumerate(ks) if k]
-    assert ks[:PROBE] == [0] * PROBE and len(probes) >= 2
-    gaps = [b - a for a, b in zip(probes, probes[1:], strict=False)]
-    assert all(g2 > g1 for g1, g2 in zip(gaps, gaps[1:], strict=False)) and gaps[0] > PROBE
+    assert a.choose(12).k == 0 and a.shadow_due()
+    a.update(0, 0, 0, 0)
+    assert not a.shadow_due()  # idle rounds are scored one in SHADOW_EVERY
+    assert not AdaptiveK(12, 0.45).shadow_due()  # an expensive drafter is never consulted while idle
+    for _ in range(40):  # the text turns predictable: each idle round's one-level draft would be accepted
+        a.observe(0.95)
+    assert a.alpha > 0.85 and a.choose(12).k >= 4
+
+
+@pytest.mark.parametrize("kind", ["deterministic tree", "sampled chain"])
+def test_expected_acceptance_is_how_often_verify_accepts_a_first_level(kind):
+    """The closed form that scores idle rounds, against verify itself over many seeds."""
+    g = torch.Generator().manual_seed(0)
+    p = torch.softmax(torch.randn(8, generator=g, dtype=torch.float64), 0)
+    p_rows = torch.stack([p] * 4)  # rows past the first are only read after an acceptance
+    if kind == "deterministic tree":
+        draft = Draft([3, 5, 0], [-1, -1, -1])  # three distinct children of the root
+        want = float(p[[3, 5, 0]].sum())
+    else:
+        q = torch.softmax(torch.randn(8, generator=g, dtype=torch.float64), 0)
+        draft = Draft([int(torch.multinomial(q, 1, generator=g))], [-1], q[None])
+        want = float(torch.minimum(p, q).sum())
+    assert expected_acceptance(draft, p) == pytest.approx(want)
+    n, hits = 20000, 0
+    for seed in range(n):
+        if kind == "sampled chain":  # a fresh draw from q each time
+            draft = Draft([int(torch.multinomial(draft.q[0], 1, generator=g))], [-1], draft.q)
+        hits += bool(verify(draft, p_rows, 1.0, torch.Generator().manual_seed(seed)).path)
+    assert abs(hits / n - want) < 4 * (want * (1 - want) / n) ** 0.5  # within 4 standard errors
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz.adaptive import AUTO_K_MAX
 from specviz.bench import BenchRow, format_table, rows_from_jsonl, rows_to_jsonl, run_bench
 from specviz.bench_chart import bench_chart
 from specviz.cli import main
@@ -73,7 +74,7 @@ def test_table_and_chart(bench, tmp_path):
     rows, _ = bench
     table = format_table(rows).splitlines()
     assert len(table) == len(rows) + 1 and table[0].split()[:3] == ["suite", "impl", "drafter"]
-    assert "1.00x" in table[1] and table[1].split()[5] == "-"  # the baseline: speedup 1, no acceptance
+    assert "1.00x" in table[1] and table[1].split()[6] == "-"  # the baseline: speedup 1, no acceptance
     md = format_table(rows, markdown=True).splitlines()
     assert md[0].startswith("| suite |") and set(md[1]) <= set("|-:") and len(md) == len(rows) + 2
     png = bench_chart(rows, tmp_path / "bench.png")
@@ -103,14 +104,22 @@ def test_cli_bench_quick_json_smoke():
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = rows_from_jsonl(proc.stdout)
     main_rows = [r for r in rows if r["suite"] == "main"]
-    assert len(main_rows) == 2 * len(DRAFTERS) and all(r["prompts"] == 3 and r["new_tokens"] == 32 for r in main_rows)
+    fixed, auto = [r for r in main_rows if not r["k_auto"]], [r for r in main_rows if r["k_auto"]]
+    assert len(fixed) == 2 * len(DRAFTERS) and all(r["k"] == 4 for r in fixed)
+    # every drafter but the baseline once more in its default configuration: adaptive K
+    assert sorted((r["drafter"], r["temperature"]) for r in auto) == sorted(
+        (d, T) for d in DRAFTERS[1:] for T in (0.0, 0.8)
+    )
+    assert all(r["k"] == AUTO_K_MAX and r["threads"] == 1 and r["load_average"] >= 0 for r in auto)
+    assert all(r["prompts"] == 3 and r["new_tokens"] == 32 for r in main_rows)
     assert {r["impl"] for r in rows} == {"specviz", "transformers"}  # transformers is a dev dependency
     assert "Traceback" not in proc.stderr
 
 
 def test_cli_bench_table_and_out(capsys, tmp_path):
     out = tmp_path / "rows.jsonl"
-    argv = ["bench", "--quick", "--no-transformers", "--repeats", "1", "--max-new-tokens", "4", "--out", str(out)]
+    argv = ["bench", "--quick", "--no-transformers", "--no-auto", "--repeats", "1", "--max-new-tokens", "4",
+            "--out", str(out)]  # fmt: skip
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert text.startswith("suite") and "prompt-lookup" in text and f"wrote {out}" in text
@@ -125,7 +134,7 @@ def test_cli_bench_table_and_out(capsys, tmp_path):
     [
         (["bench", "--k", "0"], "K must be between 1 and 32"),
         (["bench", "--k", "33"], "K must be between 1 and 32"),
-        (["bench", "--k", "four"], "invalid int value"),
+        (["bench", "--k", "four"], "invalid int value"),  # bench's --k is the fixed rows' K: a number
         (["bench", "--repeats", "0"], "--repeats must be between 1 and 100"),
         (["bench", "--max-new-tokens", "0"], "between 1 and 4096"),
         (["bench", "--threads", "0"], "--threads must be between 1 and 256"),

@@ -58,7 +58,7 @@ def test_generate_text_and_summary(capsys):
         (["--max-new-tokens", "4097"], "between 1 and 4096"),
         (["--drafter", "medusa"], "unknown drafter 'medusa'"),
         (["--model", "missing.safetensors"], "checkpoint not found: missing.safetensors"),
-        (["--k", "four"], "invalid int value"),
+        (["--k", "four"], "K must be a whole number or auto"),
     ],
 )
 def test_bad_input_one_line_exit_2(capsys, argv, message):

@@ -19,8 +19,7 @@ def k_choice_bars(choice: Choice) -> go.Figure:
             hovertemplate="K=%{x}: %{customdata[0]:.2f} characters expected / cost %{customdata[1]:.2f} "
                           "target passes = %{y:.2f}<extra></extra>"),
     ]  # fmt: skip
-    why = "a probe: K = 0 has won for a while, so one level is drafted to look again" if choice.probe else (
-        f"drafting must promise {MIN_GAIN:.2f}× plain decoding's rate" if choice.k == 0 else "the highest bar")  # fmt: skip
+    why = f"drafting must promise {MIN_GAIN:.2f}× plain decoding's rate" if choice.k == 0 else "the highest bar"
     title = (f"Adaptive K chose K = {choice.k} ({why})<br><sub>from past rounds: acceptance per level α = "
              f"{choice.alpha:.2f}, {choice.per_level:.1f} drafted per level, draft cost c = {choice.draft_cost:.2f} "
              "target passes per token</sub>")  # fmt: skip

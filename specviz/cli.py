@@ -1,7 +1,9 @@
 """``python -m specviz``: headless runs, exactness checks and benchmarks.
 
-Every failure the user can cause ends with exit status 2 and one line on stderr, never a
-traceback: argument errors, bad prompts and unreadable checkpoints alike.
+Every failure the user can cause ends with exit status 2 and one line on stderr (at most
+MAX_ERROR characters, long values cut), never a traceback: argument errors, bad prompts,
+unwritable outputs and unreadable checkpoints alike. Every argument, output path and checkpoint
+header is checked before a model is loaded or a run starts.
 """
 
 import argparse
@@ -13,17 +15,41 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, atomic_write, checkpoint_path, load_checkpoint
+from models.checkpoint import (
+    CHECKPOINT_NAMES,
+    CheckpointError,
+    atomic_write,
+    checkpoint_header,
+    checkpoint_path,
+    load_checkpoint,
+)
 from models.tokenizer import UnknownCharactersError
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.exactness import run_exactness
 from specviz.model_card import render_card
+from specviz.outputs import writable_file, writable_folder
 from specviz.presets import PRESETS, preset
+
+MAX_ERROR = 300  # characters of an error line; a value that would make it longer is cut
 
 
 class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
+
+
+def one_line(message: str, limit: int = MAX_ERROR) -> str:
+    """The message on one line, cut to ``limit`` characters."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def checked(check, *args):
+    """``check(*args)``, its ValueError as a CLIError."""
+    try:
+        return check(*args)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -90,17 +116,21 @@ def prepare(args, max_new_tokens: int):
     settings = Settings(
         **{**values, "max_new_tokens": max_new_tokens, "nasd_stop_if_unknown": not args.nasd_continue_if_unknown}
     )
-    try:
-        settings.check()
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    checked(settings.check)
     if not args.prompt:
         raise CLIError("the prompt is empty")
-    target = load_checkpoint(args.model)
+    config, tokenizer, _ = checkpoint_header(args.model)  # the header only: no weights yet
     try:
-        prompt = target.tokenizer.encode(args.prompt)
+        prompt = tokenizer.encode(args.prompt)
     except UnknownCharactersError as e:
         raise CLIError(f"the prompt has {e}") from None
+    if settings.drafter == "neural":
+        tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
+        if tiny_tokenizer.chars != tokenizer.chars:
+            raise CLIError(
+                f"the neural drafter (tiny) has another vocabulary than {args.model}: it cannot draft for it"
+            )
+    target = load_checkpoint(args.model)
     draft_model = load_checkpoint("tiny").model if settings.drafter == "neural" else None
     return target, prompt, settings, draft_model
 
@@ -161,9 +191,9 @@ def cmd_exactness(args) -> None:
 
 
 def cmd_model_card(args) -> None:
+    out = checked(writable_file, args.out)
     text = render_card()
-    with open(args.out, "w") as f:
-        f.write(text)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text))
     print(f"wrote {args.out}")
 
 
@@ -178,12 +208,11 @@ def cmd_bench(args) -> None:
         raise CLIError(f"--repeats must be between 1 and 100, got {repeats}")
     if args.threads is not None and not 1 <= args.threads <= 256:
         raise CLIError(f"--threads must be between 1 and 256, got {args.threads}")
-    try:
-        Settings(k=args.k, max_new_tokens=max_new_tokens).check()
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    if args.out and Path(args.out).is_dir():
-        raise CLIError(f"--out {args.out} is a directory")
+    checked(Settings(k=args.k, max_new_tokens=max_new_tokens, seed=args.seed).check)
+    if args.out is not None:
+        checked(writable_file, args.out)
+    for name in ("target", "tiny"):
+        checkpoint_header(name)
     hf = not args.no_transformers and bench.transformers_available()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -212,15 +241,19 @@ def cmd_bench_chart(args) -> None:
     from specviz.bench import rows_from_jsonl
     from specviz.bench_chart import bench_chart
 
+    png = checked(writable_file, args.png)
     try:
-        text = Path(args.rows).read_text()
+        text = Path(args.rows).read_text(encoding="utf-8")
     except OSError as e:
         raise CLIError(f"cannot read {args.rows}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{args.rows} is not UTF-8 text") from None
     try:
         rows = rows_from_jsonl(text)
-        if Path(args.png).is_dir():
-            raise ValueError(f"{args.png} is a directory")
-        bench_chart(rows, args.png, args.title)
+    except ValueError as e:
+        raise CLIError(f"{args.rows}: {e}") from None
+    try:
+        bench_chart(rows, png, args.title)
     except ValueError as e:
         raise CLIError(f"{args.rows}: {e}") from None
     except ImportError:
@@ -231,9 +264,10 @@ def cmd_bench_chart(args) -> None:
 def cmd_export_hf(args) -> None:
     from specviz.export_hf import export_hf
 
+    out = checked(writable_folder, args.dir)
     target = load_checkpoint(args.model)
     try:
-        paths = export_hf(target, args.dir)
+        paths = export_hf(target, out)
     except (NotADirectoryError, FileExistsError, PermissionError) as e:
         raise CLIError(f"cannot write to {args.dir}: {e.strerror or e}") from None
     for p in paths:
@@ -284,6 +318,8 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
         args.func(args)
     except (CLIError, CheckpointError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
     return 0

@@ -26,7 +26,7 @@ from models.checkpoint import (
 from models.tokenizer import UnknownCharactersError
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
-from specviz.exactness import run_exactness
+from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.model_card import render_card
 from specviz.outputs import writable_file, writable_folder
 from specviz.presets import PRESETS, preset
@@ -159,33 +159,41 @@ def cmd_generate(args) -> None:
 
 
 def cmd_exactness(args) -> None:
-    if not 1 <= args.samples <= 1_000_000:
-        raise CLIError("--samples must be between 1 and 1000000")
-    target, prompt, settings, draft_model = prepare(args, 3)
-    try:
-        with tqdm(total=args.samples, desc="sampling", unit="run", disable=None) as bar:
-            res = run_exactness(
-                target, prompt, settings, args.samples, draft_model, progress=lambda n: bar.update(n - bar.n)
-            )
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    if not 1 <= args.samples <= MAX_SAMPLES:
+        raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
+    target, prompt, settings, draft_model = prepare(args, max(1, args.k + 1))  # runs of K + 1 tokens
+    B = target.config.block_size
+    if len(prompt) + settings.k > B:  # before any sampling
+        raise CLIError(f"the prompt and the {settings.k + 1} generated tokens must fit in one window of {B}: "
+                       f"use at most {B - settings.k} characters of prompt")  # fmt: skip
+    with tqdm(total=args.samples, desc="sampling", unit="run", disable=None) as bar:
+        res = checked(lambda: run_exactness(target, prompt, settings, args.samples, draft_model, n_tokens=args.first,
+                                            progress=lambda n: bar.update(n - bar.n)))  # fmt: skip
+    kind, sentence = verdict(res, ALPHA)
     chars = target.tokenizer.chars
-    top = res.expected.flatten().argsort(descending=True)[:10]
-    V = target.config.vocab_size
-    rows = []
-    for i in top.tolist():
-        toks = [i // (V * V), (i // V) % V, i % V]
-        rows.append({"tokens": "".join(chars[t] for t in toks), "expected": float(res.expected.flatten()[i]),
-                     "observed": int(res.observed.flatten()[i]) / res.samples})  # fmt: skip
+    e, o = res.expected.flatten(), res.observed.flatten()
+    rows = [{"tokens": "".join(chars[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
+             "expected": float(e[i]), "observed": int(o[i]) / res.samples}
+            for i in e.argsort(descending=True)[:10].tolist()]  # fmt: skip
+    test = lambda t: {"statistic": t.statistic, "dof": t.dof, "p_value": t.p_value}  # noqa: E731
     result = {"drafter": settings.drafter, "verification": settings.verification, "temperature": settings.temperature,
-              "k": settings.k, "samples": res.samples, "statistic": res.statistic, "dof": res.dof,
-              "p_value": res.p_value, "tv_distance": res.tv_distance, "top": rows}  # fmt: skip
+              "k": settings.k, "samples": res.samples, "new_tokens": res.new_tokens, "draft_positions": res.draft_depths,
+              "verdict": kind, "sentence": sentence, "p_value": res.p_value, "impossible": res.impossible,
+              "every_position": test(res.joint), "positions": [test(t) for t in res.positions],
+              "first_tokens": res.expected.dim(), "first": test(res.first), "tv_distance": res.tv_distance,
+              "top": rows}  # fmt: skip
     if args.json:
         print(json.dumps(result))
         return
-    print(f"{settings.drafter} ({settings.verification}), T={settings.temperature}, K={settings.k}, {res.samples} runs")
-    print(f"chi-square {res.statistic:.2f} on {res.dof} degrees of freedom, p-value {res.p_value:.4g}, "
-          f"total variation distance {res.tv_distance:.4f}")  # fmt: skip
+    print(f"{settings.drafter} ({settings.verification}), T={settings.temperature}, K={settings.k}, {res.samples} runs "
+          f"of {res.new_tokens} tokens")  # fmt: skip
+    print(f"{kind}: {sentence}")
+    for j, t in enumerate(res.positions, 1):
+        print(f"  position {j}: " + ("too few runs alone (pooled)" if t.p_value is None
+                                     else f"chi-square {t.statistic:.1f} on {t.dof} dof, p {t.p_value:.3g}"))  # fmt: skip
+    f = res.first
+    print(f"first {res.expected.dim()} tokens exactly: " + ("not enough samples" if f.p_value is None else
+          f"chi-square {f.statistic:.1f} on {f.dof} dof, p {f.p_value:.3g}") + f", TV {res.tv_distance:.4f}")  # fmt: skip
     for r in rows:
         print(f"  {r['tokens']!r:8} expected {r['expected']:.4f}  observed {r['observed']:.4f}")
 
@@ -283,9 +291,11 @@ def build_parser() -> OneLineParser:
     gen = sub.add_parser("generate", help="run speculative decoding and print the text (or the trace)")
     add_run_args(gen)
     gen.set_defaults(func=cmd_generate)
-    ex = sub.add_parser("exactness", help="compare the first 3 tokens of N runs with the exact distribution")
+    ex = sub.add_parser("exactness", help="test N runs of K+1 tokens against the target's exact distribution, "
+                        "at every position")  # fmt: skip
     add_run_args(ex, samples=True)
-    ex.add_argument("--samples", type=int, default=2000, help="number of speculative runs")
+    ex.add_argument("--samples", type=int, default=2000, help=f"number of speculative runs (1..{MAX_SAMPLES})")
+    ex.add_argument("--first", type=int, choices=(1, 2, 3), default=3, help="first tokens enumerated exactly")
     ex.set_defaults(func=cmd_exactness)
     card = sub.add_parser("model-card", help="regenerate models/README.md from the checkpoints")
     card.add_argument("--out", default="models/README.md")

@@ -83,25 +83,21 @@ def test_process_exit_status_and_no_traceback():
 
 
 def test_exactness_json(capsys):
-    code, out, _ = run(
-        capsys,
-        "exactness",
-        "--drafter",
-        "bigram",
-        "--temperature",
-        "1",
-        "--samples",
-        "200",
-        "--model",
-        "tiny",
-        "--json",
-    )
+    code, out, _ = run(capsys, "exactness", "--drafter", "bigram", "--temperature", "1", "--k", "3", "--samples",
+                       "200", "--model", "tiny", "--json")  # fmt: skip
     data = json.loads(out)
-    assert code == 0 and data["samples"] == 200
-    assert 0 <= data["p_value"] <= 1 and 0 <= data["tv_distance"] <= 1 and data["dof"] >= 1
+    assert code == 0 and data["samples"] == 200 and data["new_tokens"] == 4 and data["draft_positions"] == 3
+    assert len(data["positions"]) == 4 and all(t["dof"] == 19 for t in data["positions"])
+    assert data["every_position"]["dof"] == 4 * 19 and data["verdict"] in ("exact", "biased")
+    assert 0 <= data["p_value"] <= 1 and 0 <= data["tv_distance"] <= 1 and data["first"]["dof"] >= 1
     expected = [r["expected"] for r in data["top"]]
     assert len(expected) == 10 and expected == sorted(expected, reverse=True) and expected[-1] > 0
     assert all(abs(r["observed"] * 200 - round(r["observed"] * 200)) < 1e-9 for r in data["top"])
+
+
+def test_exactness_prompt_too_long_fails_before_sampling(capsys):
+    code, _, err = run(capsys, "exactness", "--k", "8", "--prompt", "a" * 250, "--model", "tiny")
+    assert code == 2 and "one window of 256" in err and err.count("\n") == 1
 
 
 def test_long_values_are_cut_to_one_short_line(capsys):

@@ -47,7 +47,7 @@ from specviz.sampling import probs_from_logits
 
 MAX_BINS = 20  # PIT histogram bins per position
 MIN_EXPECTED = 5.0  # the usual floor on a chi-square cell's expected count
-ROWS_BUDGET = 1 << 14  # tokens per target forward in the harness: bounds its activations (and KV)
+ROWS_BUDGET = 1 << 12  # tokens per target forward in the harness: bounds its activations (and KV)
 MAX_SAMPLES = 20_000
 ALPHA = 0.001  # the verdict's level: fixed in advance, stated wherever a verdict is shown
 

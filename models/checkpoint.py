@@ -12,6 +12,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
+from models.artifacts import ArtifactError, check_artifact, record_artifact
 from models.gpt import GPT, GPTConfig
 from models.tokenizer import CharTokenizer
 
@@ -22,6 +23,35 @@ TIED = "lm_head.weight"  # tied to transformer.wte.weight: stored once
 
 class CheckpointError(Exception):
     """A checkpoint that is missing, truncated or corrupt. The message is one line naming the file."""
+
+
+# The config's schema: every GPTConfig field, its type and its allowed range. A checkpoint from
+# a user path has no recorded hash, so this is what stands between its header and torch.
+CONFIG_SCHEMA = {
+    "block_size": (int, 1, 65_536),
+    "vocab_size": (int, 1, 65_536),
+    "n_layer": (int, 1, 256),
+    "n_head": (int, 1, 1024),
+    "n_embd": (int, 1, 65_536),
+    "dropout": (float, 0.0, 1.0),
+}
+
+
+def check_config(config) -> GPTConfig:
+    """A GPTConfig from a header's config object, or ValueError naming the field at fault."""
+    if not isinstance(config, dict):
+        raise ValueError("config is not an object")
+    unknown, missing = set(config) - set(CONFIG_SCHEMA), set(CONFIG_SCHEMA) - set(config)
+    if unknown or missing:
+        raise ValueError(f"config fields: unknown {sorted(unknown)}, missing {sorted(missing)}")
+    for name, (kind, lo, hi) in CONFIG_SCHEMA.items():
+        value = config[name]
+        ok_type = isinstance(value, int | float) if kind is float else isinstance(value, int)
+        if isinstance(value, bool) or not ok_type or not lo <= value <= hi:
+            raise ValueError(f"config {name}={str(value)[:40]} must be {kind.__name__} in [{lo}, {hi}]")
+    if config["n_embd"] % config["n_head"]:
+        raise ValueError(f"config n_head={config['n_head']} does not divide n_embd={config['n_embd']}")
+    return GPTConfig(**config)
 
 
 @dataclass
@@ -81,33 +111,70 @@ def save_checkpoint(path, model: GPT, tokenizer: CharTokenizer, meta: dict, bigr
         "meta": json.dumps(meta),
     }
     atomic_write(path, lambda tmp: save_file(tensors, tmp, metadata=header))
+    record_artifact(path)
 
 
-def load_checkpoint(name_or_path: str | Path, dtype: torch.dtype = torch.float32) -> Checkpoint:
-    """Load a checkpoint by name ('target', 'tiny') or path. Raises CheckpointError, one line."""
-    path = checkpoint_path(str(name_or_path))
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {path}")
+def _reason(e: Exception) -> str:
+    return (" ".join(str(e).split()) or type(e).__name__)[:200]
+
+
+def read_header(path: Path) -> tuple[GPTConfig, CharTokenizer, dict]:
+    """(config, tokenizer, meta) from a checkpoint's header, validated, without reading a tensor:
+    cheap enough to check every checkpoint a command names before any work starts."""
     try:
         with safe_open(path, framework="pt") as f:
             header = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
         if header.get("format") != "specviz-checkpoint-1":
             raise ValueError("not a specviz checkpoint")
-        config = GPTConfig(**json.loads(header["config"]))
-        tokenizer = CharTokenizer(json.loads(header["vocab"]))
-        meta = json.loads(header["meta"])
+        config = check_config(json.loads(header["config"]))
+        vocab, meta = json.loads(header["vocab"]), json.loads(header["meta"])
+        if not isinstance(vocab, str) or not isinstance(meta, dict):
+            raise ValueError("vocab must be a string and meta an object")
+        tokenizer = CharTokenizer(vocab)
+        if tokenizer.vocab_size != config.vocab_size:
+            raise ValueError(f"the vocabulary has {tokenizer.vocab_size} characters, the config {config.vocab_size}")
+    except (SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
+        raise CheckpointError(f"cannot load checkpoint {path}: {_reason(e)}") from None
+    return config, tokenizer, meta
+
+
+def checkpoint_header(name_or_path: str | Path) -> tuple[GPTConfig, CharTokenizer, dict]:
+    """read_header by name or path, after the file's existence and recorded sha256 are checked."""
+    path = checkpoint_path(str(name_or_path))
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {str(path)[:200]}")
+    try:
+        check_artifact(path)
+    except ArtifactError as e:
+        raise CheckpointError(str(e)) from None
+    return read_header(path)
+
+
+def load_checkpoint(name_or_path: str | Path, dtype: torch.dtype = torch.float32) -> Checkpoint:
+    """Load a checkpoint by name ('target', 'tiny') or path. Raises CheckpointError, one line.
+
+    Order: the recorded sha256 (shipped files), the header's schema, the tensors' names and
+    shapes against the config (on the meta device: no memory), and only then the weights."""
+    path = checkpoint_path(str(name_or_path))
+    config, tokenizer, meta = checkpoint_header(path)
+    V = config.vocab_size
+    try:
+        with torch.device("meta"):
+            shapes = {k: tuple(v.shape) for k, v in GPT(config).state_dict().items() if k != TIED}
+        shapes |= {"counts.bigram": (V, V), "counts.trigram": (V, V, V)}
+        with safe_open(path, framework="pt") as f:
+            found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (not iterable)
+            if found != shapes:
+                wrong = sorted(k for k in shapes.keys() | found.keys() if shapes.get(k) != found.get(k))
+                raise ValueError(f"tensors do not match the config: {', '.join(wrong)[:120]}")
+            tensors = {k: f.get_tensor(k) for k in found}
         bigram = tensors.pop("counts.bigram")
         trigram = tensors.pop("counts.trigram")
-        V = config.vocab_size
-        if tokenizer.vocab_size != V or bigram.shape != (V, V) or trigram.shape != (V, V, V):
-            raise ValueError("vocabulary and counts do not match the config")
         model = GPT(config)
         tensors[TIED] = tensors["transformer.wte.weight"]
         model.load_state_dict(tensors, strict=True)
     except (SafetensorError, OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
-        reason = " ".join(str(e).split()) or type(e).__name__
-        raise CheckpointError(f"cannot load checkpoint {path}: {reason[:300]}") from None
+        raise CheckpointError(f"cannot load checkpoint {path}: {_reason(e)}") from None
     model.to(dtype).eval()
     name = path.stem if path.parent == MODELS_DIR else str(path)
     return Checkpoint(name, path, model, tokenizer, meta, bigram, trigram)

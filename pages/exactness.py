@@ -1,7 +1,8 @@
-"""Exactness lab: N speculative generations of the first few characters, for the sidebar's
-drafter, temperature, K and verification rule, against the target's exact distribution over
-those characters (computed by enumeration). The lossless rule passes; seed 004's NASD rule
-(verification "nasd-seed") fails once N is large enough.
+"""Exactness lab: N speculative generations of K + 1 characters, for the sidebar's drafter,
+temperature, K and verification rule, tested against the target's exact distribution at every
+position (so every draft position 1..K), and the first few characters against their exact joint
+distribution (computed by enumeration). The lossless rule passes; seed 004's NASD rule
+(verification "nasd-seed") fails once N is large enough. See specviz.exactness.
 
 Runs only on the button, with a progress bar; results are kept per browser session, keyed by
 everything that defines them, so coming back to the same settings is instant."""
@@ -14,11 +15,10 @@ from pages.common import models_or_stop, page_setup
 from pages.controls import FREE_TEXT, valid_spec
 from pages.round_view import chart
 from specviz.charts import exactness as charts
-from specviz.exactness import chi_square, run_exactness
+from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, run_exactness, verdict
 from specviz.presets import preset
 
 KEEP = 8  # results kept per browser session
-ALPHA = 0.001  # the test's significance level: stated on the page, fixed, not tuned
 DEMO = {"ctl_drafter": "nasd", "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": "Repetitive"}
 
 
@@ -39,7 +39,7 @@ def _keep_last(n: int) -> None:
 
 def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
     target, tiny = models_or_stop()
-    bar = st.progress(0.0, text=f"Computing the target's exact distribution over {n_tokens} characters…")
+    bar = st.progress(0.0, text=f"Computing the target's exact distribution over the first {n_tokens} characters…")
     clock = {}
 
     def progress(i: int) -> None:
@@ -62,39 +62,37 @@ def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
             "reference_tv": charts.reference_tv(res.expected, samples)}  # fmt: skip
 
 
-def verdict(stat: float, dof: int, p: float, what: str) -> None:
-    if dof == 0:  # temperature 0: one possible outcome
-        (st.success if p == 1 else st.error)(
-            f"{what}: one possible outcome at temperature 0, and "
-            + ("every run produced it." if p == 1 else "some runs produced something else: not exact.")
-        )
-    elif p >= ALPHA:
-        st.success(f"{what}: no evidence of bias at this N (p-value {p:.3g} ≥ {ALPHA}).")
-    else:
-        st.error(f"{what}: NOT the target's distribution (p-value {p:.2g} < {ALPHA}): the rule is biased.")
+SHOW = {"exact": st.success, "biased": st.error, "unknown": st.info}
+
+
+def _p(test) -> str:
+    return "not enough samples" if test.p_value is None else f"p-value {test.p_value:.3g}"
 
 
 def show(entry: dict, vocab: str) -> None:
     res, s = entry["result"], entry["settings"]
     st.caption(f"{s.drafter} drafter, {s.verification} verification, temperature {s.temperature}, K = {s.k}, "
-               f"{res.samples:,} runs (seeds {s.seed}–{s.seed + res.samples - 1}), first {res.expected.dim()} "
-               f"characters after the prompt ending:")  # fmt: skip
+               f"{res.samples:,} runs of {res.new_tokens} characters (seeds {s.seed}–{s.seed + res.samples - 1}) "
+               f"after the prompt ending:")  # fmt: skip
     st.code(entry["prompt"][-60:], language=None)
-    verdict(res.statistic, res.dof, res.p_value, f"The first {res.expected.dim()} characters")
-    if entry["first"] is not None:
-        verdict(*entry["first"], "The first character alone")
-    st.caption("Pearson's chi-square test of the observed counts against the exact distribution. Exact sampling "
-               "gives p-values spread evenly between 0 and 1; a biased rule gives p-values near 0 once N is large "
-               f"enough. The level {ALPHA} is fixed in advance.")  # fmt: skip
+    kind, sentence = verdict(res, ALPHA)
+    SHOW[kind](sentence)
+    first = entry["first"]
+    st.caption(f"Every position ({res.new_tokens} of them, probability integral transform): {_p(res.joint)}. The "
+               f"first {res.expected.dim()} characters, enumerated exactly: {_p(res.first)}. The first character "
+               f"alone: {_p(first) if first is not None else 'as above'}. The verdict's p-value is twice the smaller "
+               f"of the first two (Bonferroni); exact sampling gives p-values spread evenly between 0 and 1, a biased "
+               f"rule p-values near 0 once N is large enough. The level {ALPHA} is fixed in advance.")  # fmt: skip
     m = st.columns(4)
-    m[0].metric("Chi-square statistic", f"{res.statistic:.1f}", help=f"Pearson's, on {res.dof} degrees of freedom "
-                "(outcomes expected fewer than 5 times are pooled).")  # fmt: skip
-    m[1].metric("p-value", f"{res.p_value:.3g}", help="The chance of a statistic this large if the runs follow the "
-                "target exactly.")  # fmt: skip
+    m[0].metric("Chi-square, every position", f"{res.joint.statistic:.1f}", help=f"Pearson's, on {res.joint.dof} "
+                "degrees of freedom: the sum over positions of the test that the transformed values are uniform.")  # fmt: skip
+    m[1].metric("p-value", "–" if res.p_value is None else f"{res.p_value:.3g}", help="The chance of statistics "
+                "this large if the runs follow the target exactly (both tests, Bonferroni).")  # fmt: skip
     m[2].metric("TV distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
                 "every outcome. Never 0 for finite N: compare with the yardstick beside it.")  # fmt: skip
     m[3].metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
                 "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.")  # fmt: skip
+    chart(charts.position_chart(res), "exact_positions")
     chart(charts.sequence_chart(res, vocab), "exact_sequences")
     chart(charts.first_char_chart(res, vocab), "exact_first")
 
@@ -102,22 +100,25 @@ def show(entry: dict, vocab: str) -> None:
 page_setup()
 st.title("Exactness lab")
 st.caption("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
-           "generations of the first few characters and compare what came out with the target's exact "
-           "distribution, computed by enumerating every continuation. Settings come from the sidebar.")  # fmt: skip
+           "generations of K + 1 characters (so the first round drafts K and every draft position is checked) and "
+           "test what came out against the target's exact distribution at every position; the first few "
+           "characters are also compared with their exact joint distribution, enumerated. Settings come from the "
+           "sidebar.")  # fmt: skip
 target, _ = models_or_stop()
 valid = valid_spec(target)
 c = st.columns([2, 2, 1.3, 2], vertical_alignment="bottom")
-samples = int(c[0].number_input("Generations N", 100, 20_000, 1_000, step=100, key="ex_samples",
+samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",
                                 help="More runs detect smaller biases (and take longer)."))  # fmt: skip
-n_tokens = c[1].radio("Characters compared", [2, 3], index=1, horizontal=True, key="ex_tokens",
-                      help="3 lets a chain draft up to 2 characters in the first round and tests the joint of 3; "
-                      "2 is faster. Verification only happens after the first character.")  # fmt: skip
-# The enumeration reads the prompt and the first n_tokens - 1 characters in one window: no sliding.
-fits = target.config.block_size - (n_tokens - 1)
+n_tokens = c[1].radio("First characters enumerated", [2, 3], index=1, horizontal=True, key="ex_tokens",
+                      help="The first characters' exact joint distribution, drawn below and tested on its own; every "
+                      "position up to K + 1 is tested either way. 2 is faster.")  # fmt: skip
+# The target reads the prompt and the K generated characters before the last in one window: no sliding.
+k_now = valid[0].settings.k if valid is not None else 0
+fits = target.config.block_size - k_now
 if valid is not None and len(valid[1]) > fits:
-    st.error(f"The exact distribution is computed in one window of {target.config.block_size} characters: the "
-             f"prompt ({len(valid[1]):,} characters) and the first {n_tokens - 1} generated ones. Keep the prompt's "
-             f"last {fits} characters to test here.")  # fmt: skip
+    st.error(f"The exact distributions are computed in one window of {target.config.block_size} characters: the "
+             f"prompt ({len(valid[1]):,} characters) and the first {k_now} generated ones (K = {k_now}). Keep the "
+             f"prompt's last {fits} characters to test here.")  # fmt: skip
     st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(fits,), key="ex_keep_last")
     valid = None
 clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")

@@ -23,10 +23,12 @@ file format the CLI writes and the app's Drafter shoot-out page reads.
 """
 
 import json
+import math
 import os
 import statistics
 import time
-from dataclasses import asdict, dataclass, fields
+import typing
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -83,21 +85,42 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 OPTIONAL = {"k_auto": False, "load_average": None}  # fields added later: older files lack them
 
 
+def _field_error(name: str, kind, value) -> str | None:
+    """Why ``value`` cannot be BenchRow's field ``name`` of type ``kind``; None when it can."""
+    kinds = typing.get_args(kind) or (kind,)
+    if value is None:
+        return None if type(None) in kinds else f"{name} is null"
+    ok = any(
+        (k is float and isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value))
+        or (k is int and isinstance(value, int) and not isinstance(value, bool))
+        or (k in (str, bool) and isinstance(value, k))
+        for k in kinds
+    )
+    return None if ok else f"{name} is {json.dumps(value)[:30]}, not {' or '.join(k.__name__ for k in kinds)}"
+
+
 def rows_from_jsonl(text: str) -> list[dict]:
-    """Parse rows written by rows_to_jsonl; ValueError (with the line number) on a bad line."""
-    names = {f.name for f in fields(BenchRow)} - set(OPTIONAL)
+    """Parse rows written by rows_to_jsonl; ValueError (with the line number) on a bad line:
+    not JSON, not an object, a field missing, or a field of the wrong type (numbers finite)."""
+    kinds = typing.get_type_hints(BenchRow)
     rows = []
     for i, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"line {i} is not JSON: {e.msg}") from None
-        missing = names - set(row) if isinstance(row, dict) else names
+        except (json.JSONDecodeError, RecursionError) as e:
+            raise ValueError(f"line {i} is not JSON: {getattr(e, 'msg', 'nested too deep')}") from None
+        row = OPTIONAL | row if isinstance(row, dict) else row  # older files lack the newer fields
+        missing = kinds.keys() - set(row) if isinstance(row, dict) else kinds.keys()
         if missing:
             raise ValueError(f"line {i} is not a benchmark row: missing {', '.join(sorted(missing))}")
-        rows.append(OPTIONAL | row)
+        for name, kind in kinds.items():
+            if why := _field_error(name, kind, row[name]):
+                raise ValueError(f"line {i} is not a benchmark row: {why}")
+        rows.append(row)
+    if not rows:
+        raise ValueError("no benchmark rows")
     return rows
 
 

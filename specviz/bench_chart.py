@@ -8,6 +8,11 @@ from pathlib import Path
 from models.checkpoint import atomic_write
 
 
+def plain(text) -> str:
+    """Text matplotlib draws as it is: a '$' would start mathtext (rows and titles are user text)."""
+    return str(text).replace("$", r"\$")
+
+
 def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     import matplotlib
 
@@ -35,7 +40,7 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
         bars = ax.bar(xs, speed, width * 0.9, color=colors[j % 4], alpha=0.85, label=f"T={T:g}: measured speedup")
         ax.bar_label(bars, labels=[f"{s:.2f}" for s in speed], fontsize=7, padding=2)
     ax.axhline(1.0, color="gray", linewidth=0.8)
-    ax.set_xticks(range(len(drafters)), drafters)
+    ax.set_xticks(range(len(drafters)), [plain(d) for d in drafters])
     ax.set_ylabel("× the KV-cached baseline")
     r0 = main[0]
     ax.set_title(
@@ -44,7 +49,7 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     ax.legend(fontsize=7, loc="upper left")
     if versus:
         ax = axes[0][1]
-        labels = [f"{r['impl']}\n{r['drafter'] if r['drafter'] != 'none' else 'greedy'}" for r in versus]
+        labels = [plain(f"{r['impl']}\n{r['drafter'] if r['drafter'] != 'none' else 'greedy'}") for r in versus]
         bars = ax.bar(range(len(versus)), [r["tokens_per_s"] for r in versus],
                       color=["tab:blue" if r["impl"] == "specviz" else "tab:gray" for r in versus])  # fmt: skip
         ax.bar_label(bars, fmt="%.0f", fontsize=8, padding=2)
@@ -52,7 +57,7 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
         ax.set_ylabel("tokens per second")
         ax.set_title(f"Same weights, T=0, {versus[0]['new_tokens']} tokens in one window")
     if title:
-        fig.suptitle(title, fontsize=9)
+        fig.suptitle(plain(title), fontsize=9)
     fig.tight_layout()
     path = Path(path)
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110))

@@ -1,7 +1,9 @@
 """``python -m specviz``: headless runs, exactness checks and benchmarks.
 
-Every failure the user can cause ends with exit status 2 and one line on stderr, never a
-traceback: argument errors, bad prompts and unreadable checkpoints alike.
+Every failure the user can cause ends with exit status 2 and one line on stderr (at most
+MAX_ERROR characters, long values cut), never a traceback: argument errors, bad prompts,
+unwritable outputs and unreadable checkpoints alike. Every argument, output path and checkpoint
+header is checked before a model is loaded or a run starts.
 """
 
 import argparse
@@ -14,19 +16,43 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, atomic_write, checkpoint_path, load_checkpoint
+from models.checkpoint import (
+    CHECKPOINT_NAMES,
+    CheckpointError,
+    atomic_write,
+    checkpoint_header,
+    checkpoint_path,
+    load_checkpoint,
+)
 from models.tokenizer import UnknownCharactersError
 from specviz import distill
 from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
-from specviz.exactness import run_exactness
+from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.model_card import render_card
+from specviz.outputs import writable_file, writable_folder
 from specviz.presets import PRESETS, preset
+
+MAX_ERROR = 300  # characters of an error line; a value that would make it longer is cut
 
 
 class CLIError(Exception):
     """A user error: printed as one line, exit status 2."""
+
+
+def one_line(message: str, limit: int = MAX_ERROR) -> str:
+    """The message on one line, cut to ``limit`` characters."""
+    text = " ".join(str(message).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def checked(check, *args):
+    """``check(*args)``, its ValueError as a CLIError."""
+    try:
+        return check(*args)
+    except ValueError as e:
+        raise CLIError(str(e)) from None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -106,17 +132,21 @@ def prepare(args, max_new_tokens: int):
     settings = Settings(
         **{**values, "max_new_tokens": max_new_tokens, "nasd_stop_if_unknown": not args.nasd_continue_if_unknown}
     )
-    try:
-        settings.check()
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    checked(settings.check)
     if not args.prompt:
         raise CLIError("the prompt is empty")
-    target = load_checkpoint(args.model)
+    config, tokenizer, _ = checkpoint_header(args.model)  # the header only: no weights yet
     try:
-        prompt = target.tokenizer.encode(args.prompt)
+        prompt = tokenizer.encode(args.prompt)
     except UnknownCharactersError as e:
         raise CLIError(f"the prompt has {e}") from None
+    if settings.drafter == "neural":
+        tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
+        if tiny_tokenizer.chars != tokenizer.chars:
+            raise CLIError(
+                f"the neural drafter (tiny) has another vocabulary than {args.model}: it cannot draft for it"
+            )
+    target = load_checkpoint(args.model)
     draft_model = load_checkpoint("tiny").model if settings.drafter == "neural" else None
     return target, prompt, settings, draft_model
 
@@ -145,41 +175,49 @@ def cmd_generate(args) -> None:
 
 
 def cmd_exactness(args) -> None:
-    if not 1 <= args.samples <= 1_000_000:
-        raise CLIError("--samples must be between 1 and 1000000")
-    target, prompt, settings, draft_model = prepare(args, 3)
-    try:
-        with tqdm(total=args.samples, desc="sampling", unit="run", disable=None) as bar:
-            res = run_exactness(
-                target, prompt, settings, args.samples, draft_model, progress=lambda n: bar.update(n - bar.n)
-            )
-    except ValueError as e:
-        raise CLIError(str(e)) from None
+    if not 1 <= args.samples <= MAX_SAMPLES:
+        raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
+    target, prompt, settings, draft_model = prepare(args, max(1, args.k + 1))  # runs of K + 1 tokens
+    B = target.config.block_size
+    if len(prompt) + settings.k > B:  # before any sampling
+        raise CLIError(f"the prompt and the {settings.k + 1} generated tokens must fit in one window of {B}: "
+                       f"use at most {B - settings.k} characters of prompt")  # fmt: skip
+    with tqdm(total=args.samples, desc="sampling", unit="run", disable=None) as bar:
+        res = checked(lambda: run_exactness(target, prompt, settings, args.samples, draft_model, n_tokens=args.first,
+                                            progress=lambda n: bar.update(n - bar.n)))  # fmt: skip
+    kind, sentence = verdict(res, ALPHA)
     chars = target.tokenizer.chars
-    top = res.expected.flatten().argsort(descending=True)[:10]
-    V = target.config.vocab_size
-    rows = []
-    for i in top.tolist():
-        toks = [i // (V * V), (i // V) % V, i % V]
-        rows.append({"tokens": "".join(chars[t] for t in toks), "expected": float(res.expected.flatten()[i]),
-                     "observed": int(res.observed.flatten()[i]) / res.samples})  # fmt: skip
+    e, o = res.expected.flatten(), res.observed.flatten()
+    rows = [{"tokens": "".join(chars[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
+             "expected": float(e[i]), "observed": int(o[i]) / res.samples}
+            for i in e.argsort(descending=True)[:10].tolist()]  # fmt: skip
+    test = lambda t: {"statistic": t.statistic, "dof": t.dof, "p_value": t.p_value}  # noqa: E731
     result = {"drafter": settings.drafter, "verification": settings.verification, "temperature": settings.temperature,
-              "k": settings.k, "samples": res.samples, "statistic": res.statistic, "dof": res.dof,
-              "p_value": res.p_value, "tv_distance": res.tv_distance, "top": rows}  # fmt: skip
+              "k": settings.k, "samples": res.samples, "new_tokens": res.new_tokens, "draft_positions": res.draft_depths,
+              "verdict": kind, "sentence": sentence, "p_value": res.p_value, "impossible": res.impossible,
+              "every_position": test(res.joint), "positions": [test(t) for t in res.positions],
+              "first_tokens": res.expected.dim(), "first": test(res.first), "tv_distance": res.tv_distance,
+              "top": rows}  # fmt: skip
     if args.json:
         print(json.dumps(result))
         return
-    print(f"{settings.drafter} ({settings.verification}), T={settings.temperature}, K={settings.k}, {res.samples} runs")
-    print(f"chi-square {res.statistic:.2f} on {res.dof} degrees of freedom, p-value {res.p_value:.4g}, "
-          f"total variation distance {res.tv_distance:.4f}")  # fmt: skip
+    print(f"{settings.drafter} ({settings.verification}), T={settings.temperature}, K={settings.k}, {res.samples} runs "
+          f"of {res.new_tokens} tokens")  # fmt: skip
+    print(f"{kind}: {sentence}")
+    for j, t in enumerate(res.positions, 1):
+        print(f"  position {j}: " + ("too few runs alone (pooled)" if t.p_value is None
+                                     else f"chi-square {t.statistic:.1f} on {t.dof} dof, p {t.p_value:.3g}"))  # fmt: skip
+    f = res.first
+    print(f"first {res.expected.dim()} tokens exactly: " + ("not enough samples" if f.p_value is None else
+          f"chi-square {f.statistic:.1f} on {f.dof} dof, p {f.p_value:.3g}") + f", TV {res.tv_distance:.4f}")  # fmt: skip
     for r in rows:
         print(f"  {r['tokens']!r:8} expected {r['expected']:.4f}  observed {r['observed']:.4f}")
 
 
 def cmd_model_card(args) -> None:
+    out = checked(writable_file, args.out)
     text = render_card()
-    with open(args.out, "w") as f:
-        f.write(text)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(text))
     print(f"wrote {args.out}")
 
 
@@ -194,12 +232,11 @@ def cmd_bench(args) -> None:
         raise CLIError(f"--repeats must be between 1 and 100, got {repeats}")
     if args.threads is not None and not 1 <= args.threads <= 256:
         raise CLIError(f"--threads must be between 1 and 256, got {args.threads}")
-    try:
-        Settings(k=args.k, max_new_tokens=max_new_tokens).check()
-    except ValueError as e:
-        raise CLIError(str(e)) from None
-    if args.out and Path(args.out).is_dir():
-        raise CLIError(f"--out {args.out} is a directory")
+    checked(Settings(k=args.k, max_new_tokens=max_new_tokens, seed=args.seed).check)
+    if args.out is not None:
+        checked(writable_file, args.out)
+    for name in ("target", "tiny"):
+        checkpoint_header(name)
     hf = not args.no_transformers and bench.transformers_available()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -228,15 +265,19 @@ def cmd_bench_chart(args) -> None:
     from specviz.bench import rows_from_jsonl
     from specviz.bench_chart import bench_chart
 
+    png = checked(writable_file, args.png)
     try:
-        text = Path(args.rows).read_text()
+        text = Path(args.rows).read_text(encoding="utf-8")
     except OSError as e:
         raise CLIError(f"cannot read {args.rows}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{args.rows} is not UTF-8 text") from None
     try:
         rows = rows_from_jsonl(text)
-        if Path(args.png).is_dir():
-            raise ValueError(f"{args.png} is a directory")
-        bench_chart(rows, args.png, args.title)
+    except ValueError as e:
+        raise CLIError(f"{args.rows}: {e}") from None
+    try:
+        bench_chart(rows, png, args.title)
     except ValueError as e:
         raise CLIError(f"{args.rows}: {e}") from None
     except ImportError:
@@ -247,9 +288,10 @@ def cmd_bench_chart(args) -> None:
 def cmd_export_hf(args) -> None:
     from specviz.export_hf import export_hf
 
+    out = checked(writable_folder, args.dir)
     target = load_checkpoint(args.model)
     try:
-        paths = export_hf(target, args.dir)
+        paths = export_hf(target, out)
     except (NotADirectoryError, FileExistsError, PermissionError) as e:
         raise CLIError(f"cannot write to {args.dir}: {e.strerror or e}") from None
     for p in paths:
@@ -279,9 +321,11 @@ def build_parser() -> OneLineParser:
     gen = sub.add_parser("generate", help="run speculative decoding and print the text (or the trace)")
     add_run_args(gen)
     gen.set_defaults(func=cmd_generate)
-    ex = sub.add_parser("exactness", help="compare the first 3 tokens of N runs with the exact distribution")
+    ex = sub.add_parser("exactness", help="test N runs of K+1 tokens against the target's exact distribution, "
+                        "at every position")  # fmt: skip
     add_run_args(ex, samples=True)
-    ex.add_argument("--samples", type=int, default=2000, help="number of speculative runs")
+    ex.add_argument("--samples", type=int, default=2000, help=f"number of speculative runs (1..{MAX_SAMPLES})")
+    ex.add_argument("--first", type=int, choices=(1, 2, 3), default=3, help="first tokens enumerated exactly")
     ex.set_defaults(func=cmd_exactness)
     card = sub.add_parser("model-card", help="regenerate models/README.md from the checkpoints")
     card.add_argument("--out", default="models/README.md")
@@ -320,6 +364,8 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
         args.func(args)
     except (CLIError, CheckpointError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
+    except SystemExit as e:  # --help
+        return e.code if isinstance(e.code, int) else 0
     return 0

@@ -24,6 +24,10 @@ from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
 from specviz.verify import VARIANTS, expected_acceptance, verify, verify_nasd_seed
 
+TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
+SEED_MAX = 2**63 - 1
+TREE_DRAFTERS = ("trie",)  # drafters that send trees; seed 004's rule verifies chains only
+
 
 @dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is
 class Settings:
@@ -47,27 +51,43 @@ class Settings:
     distilled_nodes: int = 16  # node budget of the distilled tree
 
     def check(self) -> None:
-        """Raise ValueError with a user-facing sentence for settings out of range."""
+        """Raise ValueError with a user-facing sentence for settings out of range.
+
+        Temperature is 0 (greedy) or in [TEMPERATURE_MIN, TEMPERATURE_MAX]: below 0.01 the
+        logits / T overflow (1e-320 is subnormal), above 10 every row is nearly uniform, and inf
+        or nan mean nothing. Seeds are 0 .. 2^63 - 1 (torch's generator takes 64 bits; the
+        exactness harness adds up to a million to a seed)."""
         if self.drafter not in DRAFTERS:
-            raise ValueError(f"unknown drafter {self.drafter!r}; choose one of: {', '.join(DRAFTERS)}")
+            raise ValueError(f"unknown drafter {_cut(self.drafter)}; choose one of: {', '.join(DRAFTERS)}")
         if self.verification not in VARIANTS:
-            raise ValueError(f"unknown verification {self.verification!r}; choose one of: {', '.join(VARIANTS)}")
+            raise ValueError(f"unknown verification {_cut(self.verification)}; choose one of: {', '.join(VARIANTS)}")
+        if self.verification == "nasd-seed" and self.drafter in TREE_DRAFTERS:
+            raise ValueError(f"nasd-seed verification checks chains only; the {self.drafter} drafter sends trees")
         if not 1 <= self.k <= 32:
             raise ValueError(f"K must be between 1 and 32, got {self.k}")
-        if not self.temperature >= 0:
-            raise ValueError(f"temperature must be 0 or more, got {self.temperature}")
+        if not (self.temperature == 0 or TEMPERATURE_MIN <= self.temperature <= TEMPERATURE_MAX):
+            raise ValueError(f"temperature must be 0 (greedy) or between {TEMPERATURE_MIN} and {TEMPERATURE_MAX}, "
+                             f"got {_cut(self.temperature)}")  # fmt: skip
         if not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max new tokens must be between 1 and 4096, got {self.max_new_tokens}")
-        if self.min_context_count < 0:
-            raise ValueError("min_context_count must be 0 or more")
-        if not (1 <= self.trie_prefix_len < self.trie_n and self.trie_num_draft >= 1):
-            raise ValueError("trie needs 1 <= L_p < n and num_draft >= 1")
-        if self.nasd_n < 2 or self.nasd_filler_top_k < 1:
-            raise ValueError("NASD needs n >= 2 and filler_top_k >= 1")
-        if not 1 <= self.lookup_min_ngram <= self.lookup_max_ngram:
-            raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram")
+        if not 0 <= self.seed <= SEED_MAX:
+            raise ValueError(f"the seed must be between 0 and 2^63 - 1, got {_cut(self.seed)}")
+        if not 0 <= self.min_context_count <= 1_000_000:
+            raise ValueError("min_context_count must be between 0 and 1000000")
+        if not (1 <= self.trie_prefix_len < self.trie_n <= 64 and 1 <= self.trie_num_draft <= 1024):
+            raise ValueError("trie needs 1 <= L_p < n <= 64 and 1 <= num_draft <= 1024")
+        if not (2 <= self.nasd_n <= 32 and 1 <= self.nasd_filler_top_k <= 64):
+            raise ValueError("NASD needs 2 <= n <= 32 and 1 <= filler_top_k <= 64")
+        if not 1 <= self.lookup_min_ngram <= self.lookup_max_ngram <= 64:
+            raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram <= 64")
         if not 0 <= self.distilled_context <= MAX_CONTEXT or not 1 <= self.distilled_nodes <= 64:
             raise ValueError(f"the distilled drafters need 0 <= L <= {MAX_CONTEXT} and 1 <= nodes <= 64")
+
+
+def _cut(value, n: int = 60) -> str:
+    """A user's value in a message: repr, cut to ``n`` characters."""
+    text = repr(value)
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 class Generation:

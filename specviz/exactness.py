@@ -1,10 +1,40 @@
-"""Is speculative decoding lossless? Compare the first few tokens of many speculative runs
-with the target's exact distribution over them, computed by enumeration.
+"""Is speculative decoding lossless? Test many speculative runs against the target's exact
+distribution, at every generated position, so every draft position up to K is exercised.
 
-The exact joint P(x1, x2, x3 | prompt) needs the target's distribution after the prompt, after
-every prompt + a and after every prompt + a b: V^2 sequences in one batched forward pass. The
-test is Pearson's chi-square over the outcomes whose expected count is at least 5 (the rest
-pooled into one bin), with the total variation distance beside it.
+Each run generates n = K + 1 new tokens: the first round drafts min(K, n - 1) = K tokens, so
+output positions 2 .. K+1 come from draft depths 1 .. K (accepted, or the correction drawn where
+a draft was rejected) and position 1 is the first draft's or the correction's; later rounds
+test the same depths again. Two tests, both with levels fixed in advance:
+
+1. Every position: the probability integral transform (PIT). For one run, let p_j be the
+   target's exact distribution of token j given the prompt and the run's tokens before j (all
+   n of them from ONE forward pass over the run's tokens, float64 after the softmax). Order the
+   vocabulary by p_j, likeliest first (ties by id), let F_j(x) be the mass ranked before x, and
+   draw v ~ Uniform(0, 1) from a generator of its own. Then
+
+       u_j = F_j(x_j) + v * p_j(x_j)
+
+   is Uniform(0, 1) when x_j ~ p_j (the randomised PIT: x_j falls in the slice [F_j(x),
+   F_j(x) + p_j(x)) of [0, 1) with probability exactly that slice's length, and v spreads it
+   evenly inside). That holds given any prefix, so u_1 .. u_n of a run are i.i.d. Uniform(0, 1)
+   (Rosenblatt, 1952), and so are they across runs. A rule that over-produces likely tokens,
+   as seed 004's does, piles u near 0. The test: per position, Pearson's chi-square of the u's
+   in B equal-width bins (B = min(20, N // 5), so every bin expects at least 5); jointly, the
+   sum of the per-position statistics (chi-square on the sum of their degrees of freedom,
+   positions being independent). With fewer than 10 runs the positions are pooled into one
+   histogram; below that, there is nothing to test.
+
+2. The first m tokens exactly (m = 2 or 3): their joint probability is enumerated (V^(m-1)
+   prefixes through the target, in chunks of bounded size) and compared with the observed
+   counts by Pearson's chi-square, small cells pooled (likeliest first, into bins expecting at
+   least 5). This is what the charts draw, and it is the stronger test where the bias sits in
+   the first characters.
+
+A token the target gives probability 0 (possible only at temperature 0) proves the rule inexact
+on its own. The verdict combines the two tests by Bonferroni: p = min(1, 2 min(p1, p2)).
+
+Memory does not grow with N: a run keeps its n tokens until its PIT batch is done, and
+everything else is counts (a (n, B) histogram and the V^m table of the first tokens).
 """
 
 from dataclasses import dataclass, replace
@@ -15,43 +45,104 @@ from models.checkpoint import Checkpoint
 from specviz.engine import Generation, Settings
 from specviz.sampling import probs_from_logits
 
+MAX_BINS = 20  # PIT histogram bins per position
+MIN_EXPECTED = 5.0  # the usual floor on a chi-square cell's expected count
+ROWS_BUDGET = 1 << 12  # tokens per target forward in the harness: bounds its activations (and KV)
+MAX_SAMPLES = 20_000
+ALPHA = 0.001  # the verdict's level: fixed in advance, stated wherever a verdict is shown
 
-@torch.no_grad()
-def exact_distribution(model, prompt: list[int], temperature: float, n_tokens: int = 3) -> torch.Tensor:
-    """Joint distribution of the next n_tokens (1..3) after the prompt. (V,) * n_tokens"""
-    V = model.config.vocab_size
-    L = len(prompt)
-    if L + n_tokens - 1 > model.config.block_size:
-        raise ValueError("prompt too long for the exact enumeration; use a shorter prompt")
-    device = next(model.parameters()).device
-    tails = (
-        torch.cartesian_prod(*[torch.arange(V)] * (n_tokens - 1)).view(-1, n_tokens - 1)
-        if n_tokens > 1
-        else torch.zeros(1, 0, dtype=torch.long)
-    )
-    joint = torch.zeros([V] * n_tokens, dtype=torch.float64)
-    flat = joint.view(-1, V)  # one row per tail: P(tail, next)
-    for i in range(0, len(tails), 512):
-        chunk = tails[i : i + 512]  # (B, n-1)
-        idx = torch.cat([torch.tensor(prompt).expand(len(chunk), L), chunk], dim=1).to(device)  # (B, L+n-1)
-        logits, _ = model(idx, torch.arange(idx.size(1), device=device))
-        p = probs_from_logits(logits[:, L - 1 :], temperature).cpu()  # (B, n, V)
-        prob = torch.ones(len(chunk), dtype=torch.float64)
-        for j in range(n_tokens - 1):  # probability of the tail itself
-            prob = prob * p[:, j].gather(1, chunk[:, j : j + 1]).squeeze(1)
-        flat[i : i + len(chunk)] = prob[:, None] * p[:, -1]
-    return joint
+
+@dataclass
+class Test:
+    """One chi-square test. ``p_value`` None: not enough samples to test anything."""
+
+    statistic: float
+    dof: int
+    p_value: float | None
 
 
 @dataclass
 class ExactnessResult:
     samples: int
-    statistic: float
-    dof: int
-    p_value: float
-    tv_distance: float
-    observed: torch.Tensor  # counts, same shape as expected
-    expected: torch.Tensor  # probabilities
+    new_tokens: int  # n generated per run: K + 1
+    k: int
+    positions: list[Test]  # the PIT test at output position j = 1 .. n
+    joint: Test  # the PIT over every position
+    first: Test  # exact enumeration of the first m tokens
+    impossible: int  # generated tokens the target gives probability 0
+    pit_counts: torch.Tensor  # (n, B) histogram of u per position
+    observed: torch.Tensor  # counts of the first m tokens, (V,) * m
+    expected: torch.Tensor  # their exact probabilities, float64
+    tv_distance: float  # between observed frequencies and expected, first m tokens
+
+    @property
+    def p_value(self) -> float | None:
+        """The verdict's p-value: 0 on an impossible token, else Bonferroni over the two tests."""
+        if self.impossible:
+            return 0.0
+        ps = [t.p_value for t in (self.joint, self.first) if t.p_value is not None]
+        return min(1.0, len(ps) * min(ps)) if ps else None
+
+    @property
+    def draft_depths(self) -> int:
+        """Draft positions exercised: 1 .. this (the first round drafts K; n = K + 1)."""
+        return min(self.k, self.new_tokens - 1)
+
+
+def verdict(res: ExactnessResult, alpha: float) -> tuple[str, str]:
+    """("exact" | "biased" | "unknown", a sentence saying so and what it covers)."""
+    covers = (f"output positions 1–{res.new_tokens} of {res.samples:,} runs (draft positions 1–{res.draft_depths} "
+              f"of K = {res.k}), and the first {res.expected.dim()} characters exactly")  # fmt: skip
+    p = res.p_value
+    if res.impossible:
+        return "biased", (f"NOT the target's distribution: {res.impossible} generated token(s) have probability 0 "
+                          f"under the target. Tested: {covers}.")  # fmt: skip
+    if p is None:
+        return "unknown", f"Not enough samples for a verdict: raise N. Tested: {covers}."
+    if p >= alpha:
+        return "exact", f"No evidence of bias (p-value {p:.3g} ≥ {alpha}). Tested: {covers}."
+    return "biased", f"NOT the target's distribution (p-value {p:.2g} < {alpha}): the rule is biased. Tested: {covers}."
+
+
+def chi2_sf(stat: float, dof: int) -> float:
+    """P(chi-square with ``dof`` degrees of freedom >= stat)."""
+    a, x = torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(stat / 2, dtype=torch.float64)
+    return float(torch.special.gammaincc(a, x))
+
+
+def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> Test:
+    """Pearson's chi-square of counts against probs. Outcomes are pooled, likeliest first, into
+    bins that expect at least MIN_EXPECTED (a short last bin joins the one before). Outcomes of
+    probability 0 are left out (callers count an observed one as proof of bias). Fewer than two
+    bins: nothing to test, p_value None."""
+    n = float(counts.sum())
+    e = probs.flatten().double()
+    c = counts.flatten().double()
+    order = e.argsort(descending=True)
+    order = order[e[order] > 0]
+    e, c = (e[order] * n).tolist(), c[order].tolist()
+    bins_e, bins_o, acc_e, acc_o = [], [], 0.0, 0.0
+    for ei, ci in zip(e, c, strict=True):
+        acc_e, acc_o = acc_e + ei, acc_o + ci
+        if acc_e >= MIN_EXPECTED:
+            bins_e.append(acc_e)
+            bins_o.append(acc_o)
+            acc_e = acc_o = 0.0
+    if bins_e:
+        bins_e[-1] += acc_e
+        bins_o[-1] += acc_o
+    if len(bins_e) < 2:
+        return Test(0.0, 0, None)
+    stat = sum((o - x) ** 2 / x for o, x in zip(bins_o, bins_e, strict=True))
+    return Test(stat, len(bins_e) - 1, chi2_sf(stat, len(bins_e) - 1))
+
+
+def uniform_test(hist: torch.Tensor) -> Test:
+    """Chi-square of a histogram against equal bins (each expects >= MIN_EXPECTED by construction)."""
+    B = hist.numel()
+    if B < 2:
+        return Test(0.0, 0, None)
+    return chi_square(hist, torch.full((B,), 1.0 / B, dtype=torch.float64))
 
 
 def tv(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -59,46 +150,112 @@ def tv(a: torch.Tensor, b: torch.Tensor) -> float:
     return 0.5 * float((a - b).abs().sum())
 
 
-def chi_square(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int, float]:
-    """Pearson's chi-square of counts against probs, bins with expected >= 5, rest pooled."""
-    n = counts.sum().item()
-    c, e = counts.flatten().double(), probs.flatten() * n
-    big = e >= 5
-    obs, exp = c[big], e[big]
-    pooled_o, pooled_e = c[~big].sum(), e[~big].sum()
-    if pooled_e >= 5:
-        obs, exp = torch.cat([obs, pooled_o[None]]), torch.cat([exp, pooled_e[None]])
-    elif len(exp):  # too little mass to stand alone: fold it into the smallest bin
-        j = exp.argmin()
-        obs[j] += pooled_o
-        exp[j] += pooled_e
-    dof = len(exp) - 1
-    if dof <= 0:  # a single outcome (temperature 0): exact iff every sample is that outcome
-        ok = bool(c[~big].sum() == 0) if big.any() else False
-        return 0.0 if ok else float("inf"), 0, 1.0 if ok else 0.0
-    stat = float(((obs - exp) ** 2 / exp).sum())
-    p = float(
-        torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(stat / 2, dtype=torch.float64))
+def _chunk_rows(model, length: int) -> int:
+    return max(1, ROWS_BUDGET // max(1, length))
+
+
+@torch.no_grad()
+def _next_probs(model, rows: torch.Tensor, start: int, temperature: float) -> torch.Tensor:
+    """The target's distributions after positions start-1 .. T-1 of each row, float64. (B, T-start+1, V)"""
+    device = next(model.parameters()).device
+    logits, _ = model(rows.to(device), torch.arange(rows.size(1), device=device))
+    return probs_from_logits(logits[:, start - 1 :].cpu(), temperature)
+
+
+@torch.no_grad()
+def exact_distribution(model, prompt: list[int], temperature: float, n_tokens: int = 3) -> torch.Tensor:
+    """Joint distribution of the next n_tokens (1..3) after the prompt, float64. (V,) * n_tokens"""
+    V, L = model.config.vocab_size, len(prompt)
+    if L + n_tokens - 1 > model.config.block_size:
+        raise ValueError("prompt too long for the exact enumeration; use a shorter prompt")
+    tails = (
+        torch.cartesian_prod(*[torch.arange(V)] * (n_tokens - 1)).view(-1, n_tokens - 1)
+        if n_tokens > 1
+        else torch.zeros(1, 0, dtype=torch.long)
     )
-    return stat, dof, p
+    joint = torch.zeros([V] * n_tokens, dtype=torch.float64)
+    flat = joint.view(-1, V)  # one row per tail: P(tail, next)
+    step = _chunk_rows(model, L + n_tokens - 1)
+    for i in range(0, len(tails), step):
+        chunk = tails[i : i + step]  # (B, n-1)
+        p = _next_probs(model, torch.cat([torch.tensor(prompt).expand(len(chunk), L), chunk], dim=1), L, temperature)
+        prob = torch.ones(len(chunk), dtype=torch.float64)
+        for j in range(n_tokens - 1):  # probability of the tail itself
+            prob = prob * p[:, j].gather(1, chunk[:, j : j + 1]).squeeze(1)
+        flat[i : i + len(chunk)] = prob[:, None] * p[:, -1]
+    return joint
+
+
+def pit_values(p: torch.Tensor, tokens: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Randomised PIT u = F(x) + v p(x), the vocabulary ordered by p descending (ties by id).
+    p: (..., V) float64, tokens and v: (...,). Returns (...,) in [0, 1]."""
+    V = p.size(-1)
+    ids = torch.arange(V).expand_as(p)
+    px = p.gather(-1, tokens[..., None])  # (..., 1)
+    before = (p > px) | ((p == px) & (ids < tokens[..., None]))
+    return (p * before).sum(-1) + v * px.squeeze(-1)
 
 
 def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, samples: int, draft_model=None,
-                  n_tokens: int = 3, progress=None) -> ExactnessResult:  # fmt: skip
-    """Run ``samples`` speculative generations of n_tokens (seeds settings.seed + i)."""
-    V = target.config.vocab_size
-    expected = exact_distribution(target.model, prompt, settings.temperature, n_tokens)
-    counts = torch.zeros([V] * n_tokens, dtype=torch.long)
-    first = Generation(target, prompt, replace(settings, max_new_tokens=n_tokens), draft_model)
+                  n_tokens: int = 3, progress=None, pit_seed: int = 12345) -> ExactnessResult:  # fmt: skip
+    """Run ``samples`` speculative generations of K + 1 tokens (seeds settings.seed + i) and test
+    them; ``n_tokens`` (1..3) first tokens are also enumerated exactly. ValueError up front for
+    a request out of bounds."""
+    settings.check()
+    model, V, B_ctx = target.model, target.config.vocab_size, target.config.block_size
+    n = settings.k + 1
+    m = min(n_tokens, n)
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise ValueError(f"the number of runs must be between 1 and {MAX_SAMPLES:,}, got {samples}")
+    if not prompt:
+        raise ValueError("the prompt is empty")
+    if len(prompt) + n - 1 > B_ctx:
+        raise ValueError(f"the prompt and the {n} generated tokens must fit in one window of {B_ctx}: keep the "
+                         f"prompt's last {B_ctx - n + 1} characters")  # fmt: skip
+    expected = exact_distribution(model, prompt, settings.temperature, m)
+    observed = torch.zeros([V] * m, dtype=torch.long)
+    bins = min(MAX_BINS, samples // int(MIN_EXPECTED))
+    pooled = bins < 2  # too few runs for a histogram per position: pool the positions
+    if pooled:
+        bins = max(1, min(MAX_BINS, samples * n // int(MIN_EXPECTED)))
+    hist = torch.zeros(n, bins, dtype=torch.long)
+    pit_gen = torch.Generator().manual_seed(pit_seed)
+    impossible = 0
+
+    run = replace(settings, max_new_tokens=n)
+    first = Generation(target, prompt, run, draft_model)
     first.target.sync(prompt)  # the prompt's cache, copied into every run
     shared = None if first.drafter.stateful else first.drafter
+    batch, step = [], _chunk_rows(model, len(prompt) + n - 1)
+
+    def flush() -> None:
+        nonlocal impossible
+        toks = torch.tensor(batch)  # (b, n)
+        rows = torch.cat([torch.tensor(prompt).expand(len(batch), len(prompt)), toks[:, :-1]], dim=1)
+        p = _next_probs(model, rows, len(prompt), settings.temperature)  # (b, n, V)
+        impossible += int((p.gather(-1, toks[..., None]) == 0).sum())
+        u = pit_values(p, toks, torch.rand(toks.shape, generator=pit_gen, dtype=torch.float64))
+        idx = (u * bins).long().clamp_(0, bins - 1)  # (b, n)
+        hist.add_(torch.nn.functional.one_hot(idx, bins).sum(0))
+        batch.clear()
+
     for i in range(samples):
-        run = replace(settings, seed=settings.seed + i, max_new_tokens=n_tokens)
-        gen = Generation(target, prompt, run, draft_model, drafter=shared)
+        gen = Generation(target, prompt, replace(run, seed=settings.seed + i), draft_model, drafter=shared)
         gen.target.copy_from(first.target)
-        tokens = gen.run().tokens
-        counts[tuple(tokens)] += 1
+        tokens = gen.run().tokens  # the n generated ones; the trace is dropped with gen
+        observed[tuple(tokens[:m])] += 1
+        batch.append(tokens)
+        if len(batch) >= step:
+            flush()
         if progress:
             progress(i + 1)
-    stat, dof, p = chi_square(counts, expected)
-    return ExactnessResult(samples, stat, dof, p, tv(counts.double() / samples, expected), counts, expected)
+    if batch:
+        flush()
+    positions = [uniform_test(hist[j]) if not pooled else Test(0.0, 0, None) for j in range(n)]
+    if pooled:
+        joint = uniform_test(hist.sum(0))
+    else:
+        stat, dof = sum(t.statistic for t in positions), sum(t.dof for t in positions)
+        joint = Test(stat, dof, chi2_sf(stat, dof))
+    return ExactnessResult(samples, n, settings.k, positions, joint, chi_square(observed, expected), impossible, hist,
+                           observed, expected, tv(observed.double() / samples, expected))  # fmt: skip

@@ -138,7 +138,7 @@ def test_cli_bench_table_and_out(capsys, tmp_path):
         (["bench", "--repeats", "0"], "--repeats must be between 1 and 100"),
         (["bench", "--max-new-tokens", "0"], "between 1 and 4096"),
         (["bench", "--threads", "0"], "--threads must be between 1 and 256"),
-        (["bench", "--out", "."], "--out . is a directory"),
+        (["bench", "--out", "."], ". is a folder, not a file"),
         (["bench-chart", "missing.jsonl", "x.png"], "cannot read missing.jsonl"),
         (["bench-chart", "README.md", "x.png"], "README.md: line 1 is not JSON"),
     ],

@@ -80,3 +80,64 @@ def test_corrupt_file_gives_one_line_error_naming_it(tmp_path, damage):
 def test_float64_load():
     ckpt = load_checkpoint("tiny", dtype=torch.float64)
     assert next(ckpt.model.parameters()).dtype == torch.float64
+
+
+def test_shipped_files_match_the_manifest():
+    from models.artifacts import check_artifact, read_manifest, sha256
+
+    sums = read_manifest(checkpoint_path("target").parent)
+    for name in CHECKPOINT_NAMES:
+        path = checkpoint_path(name)
+        assert sums[path.name] == hashlib.sha256(path.read_bytes()).hexdigest() == sha256(path)
+        assert check_artifact(path)
+
+
+def test_bit_flipped_tensor_is_one_line_naming_the_file(tmp_path):
+    from models.artifacts import MANIFEST, record_artifact
+
+    copy = tmp_path / "tiny.safetensors"
+    shutil.copy(checkpoint_path("tiny"), copy)
+    (tmp_path / MANIFEST).write_text("")
+    record_artifact(copy)  # the manifest now records the good file
+    assert load_checkpoint(copy).config.vocab_size == 65
+    data = bytearray(copy.read_bytes())
+    data[-1000] ^= 0x01  # one bit of one weight: still a valid safetensors file
+    copy.write_bytes(bytes(data))
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(copy)
+    assert str(copy) in str(e.value) and "sha256" in str(e.value) and "\n" not in str(e.value)
+
+
+def _rewrite(src, dst, **config_changes):
+    """A copy of a checkpoint with its header's config changed (no manifest beside it)."""
+    import json
+
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    with safe_open(src, framework="pt") as f:
+        header, tensors = f.metadata(), {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118
+    header["config"] = json.dumps(json.loads(header["config"]) | config_changes)
+    save_file(tensors, dst, metadata=header)
+    return dst
+
+
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"n_head": 0}, "n_head=0"),
+        ({"n_head": 3}, "does not divide"),
+        ({"n_layer": -1}, "n_layer"),
+        ({"block_size": "256"}, "block_size"),
+        ({"dropout": 2.0}, "dropout"),
+        ({"n_embd": True}, "n_embd"),
+        ({"vocab_size": 64}, "vocabulary"),
+        ({"surprise": 1}, "unknown ['surprise']"),
+        ({"n_layer": 2}, "tensors do not match"),
+    ],
+)
+def test_bad_configs_are_refused_by_field(tmp_path, change, words):
+    bad = _rewrite(checkpoint_path("tiny"), tmp_path / "bad.safetensors", **change)
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(bad)
+    assert words in str(e.value) and str(bad) in str(e.value) and "\n" not in str(e.value)

@@ -1,23 +1,35 @@
-"""Statistical exactness: the first three tokens of many speculative runs follow the target's
-exact distribution (computed by enumeration) for every lossless path; seed 004's NASD rule does
+"""Statistical exactness: speculative runs of K + 1 tokens follow the target's exact
+distribution at every output position (so at every draft position 1..K) for every lossless path,
+against the tiny model and (marked ``real_target``) the real target; seed 004's NASD rule does
 not. Seeds are fixed, so the p-values are the same on every run of CI."""
 
 import math
 
+import plotly.graph_objects as go
 import pytest
 import torch
 
+from specviz.charts.exactness import position_chart
 from specviz.engine import Settings
-from specviz.exactness import chi_square, exact_distribution, run_exactness
+from specviz.exactness import (
+    MAX_SAMPLES,
+    chi_square,
+    exact_distribution,
+    pit_values,
+    run_exactness,
+    uniform_test,
+    verdict,
+)
 from specviz.sampling import probs_from_logits
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"  # repeats: every n-gram drafter has drafts
+ALPHA = 0.001
 
 
 def test_exact_distribution_is_the_chain_rule(tiny):
     prompt = tiny.tokenizer.encode(PROMPT)
     joint = exact_distribution(tiny.model, prompt, 0.7)
-    assert joint.sum().item() == pytest.approx(1.0, abs=1e-9)
+    assert joint.dtype == torch.float64 and joint.sum().item() == pytest.approx(1.0, abs=1e-9)
     with torch.no_grad():
         logits, _ = tiny.model(torch.tensor([prompt + [5, 7]]), torch.arange(len(prompt) + 2))
     p = probs_from_logits(logits[0, -3:], 0.7)  # after the prompt, after +5, after +5 7
@@ -27,14 +39,44 @@ def test_exact_distribution_is_the_chain_rule(tiny):
 
 def test_chi_square_sanity():
     probs = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
-    stat, dof, p = chi_square(torch.tensor([500, 300, 200]), probs)
-    assert stat == pytest.approx(0.0) and dof == 2 and p == pytest.approx(1.0)
-    stat, dof, p = chi_square(torch.tensor([600, 250, 150]), probs)
-    assert stat == pytest.approx(100**2 / 500 + 50**2 / 300 + 50**2 / 200)
-    assert p == pytest.approx(math.exp(-stat / 2))  # the chi-square survival function for 2 dof
-    # temperature 0: a single outcome
-    assert chi_square(torch.tensor([0, 10, 0]), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))[2] == 1.0
-    assert chi_square(torch.tensor([1, 9, 0]), torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))[2] == 0.0
+    t = chi_square(torch.tensor([500, 300, 200]), probs)
+    assert t.statistic == pytest.approx(0.0) and t.dof == 2 and t.p_value == pytest.approx(1.0)
+    t = chi_square(torch.tensor([600, 250, 150]), probs)
+    assert t.statistic == pytest.approx(100**2 / 500 + 50**2 / 300 + 50**2 / 200)
+    assert t.p_value == pytest.approx(math.exp(-t.statistic / 2))  # the chi-square survival function for 2 dof
+
+
+def test_small_cells_are_pooled_and_nothing_left_is_no_verdict():
+    # 1000 equally likely outcomes, 200 samples: every cell expects 0.2, none reaches 5 alone.
+    flat = torch.full((1000,), 1e-3, dtype=torch.float64)
+    counts = torch.bincount(torch.multinomial(flat, 200, replacement=True, generator=torch.Generator().manual_seed(0)),
+                            minlength=1000)  # fmt: skip
+    t = chi_square(counts, flat)
+    assert t.dof == 39 and t.p_value is not None and t.p_value > ALPHA  # 40 pooled bins of 25 cells
+    assert chi_square(torch.tensor([3]), torch.tensor([1.0], dtype=torch.float64)).p_value is None
+    assert chi_square(torch.tensor([2, 1]), torch.tensor([0.5, 0.5], dtype=torch.float64)).p_value is None
+
+
+def test_pit_is_uniform_for_exact_draws_and_not_for_a_biased_one():
+    gen = torch.Generator().manual_seed(0)  # fixed: at a 0.001 level, 1 seed in 1000 fails an exact sampler
+    p = torch.softmax(torch.randn(20_000, 10, generator=gen, dtype=torch.float64) * 2, -1)
+    x = torch.multinomial(p, 1, generator=gen).squeeze(1)
+    v = torch.rand(20_000, generator=gen, dtype=torch.float64)
+    u = pit_values(p, x, v)
+    assert ((u >= 0) & (u <= 1)).all()
+    hist = torch.bincount((u * 20).long().clamp(0, 19), minlength=20)
+    assert uniform_test(hist).p_value > ALPHA
+    mode = p.argmax(-1)  # a rule that returns the likeliest token a tenth of the time too often
+    biased = torch.where(torch.rand(20_000, generator=gen) < 0.1, mode, x)
+    hist = torch.bincount((pit_values(p, biased, v) * 20).long().clamp(0, 19), minlength=20)
+    assert uniform_test(hist).p_value < ALPHA
+
+
+def test_pit_of_a_one_hot_distribution_is_v():
+    p = torch.tensor([[0.0, 1.0, 0.0]], dtype=torch.float64)
+    assert pit_values(p, torch.tensor([1]), torch.tensor([0.37], dtype=torch.float64)).item() == pytest.approx(0.37)
+    p = torch.tensor([[0.2, 0.5, 0.3]], dtype=torch.float64)  # order: 1, 2, 0
+    assert pit_values(p, torch.tensor([0]), torch.tensor([0.5], dtype=torch.float64)).item() == pytest.approx(0.9)
 
 
 LOSSLESS = [
@@ -46,28 +88,75 @@ LOSSLESS = [
 ]
 
 
+def check_lossless(res, what: str) -> None:
+    assert res.new_tokens == res.k + 1 and res.draft_depths == res.k
+    assert res.joint.dof >= 5 * res.new_tokens and res.first.dof >= 5, "too few populated outcomes"
+    assert res.impossible == 0
+    assert res.p_value >= ALPHA, f"{what}: p={res.p_value:.2e} (joint {res.joint}, first {res.first})"
+    assert verdict(res, ALPHA)[0] == "exact"
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 @pytest.mark.parametrize("drafter, path", LOSSLESS)
 def test_lossless_paths_match_the_target(tiny, drafter, path, temperature):
     prompt = tiny.tokenizer.encode(PROMPT)
-    settings = Settings(drafter=drafter, k=3, temperature=temperature, seed=1000)
-    res = run_exactness(tiny, prompt, settings, samples=1500)
-    assert res.dof >= 5, "too few populated outcomes for a meaningful test"
-    assert res.p_value >= 0.001, f"{drafter} ({path}) at T={temperature}: p={res.p_value:.2e}, TV={res.tv_distance:.3f}"
+    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=1000)
+    check_lossless(run_exactness(tiny, prompt, settings, samples=1000), f"{drafter} ({path}) at T={temperature}")
+
+
+@pytest.mark.real_target
+@pytest.mark.parametrize("drafter, path", LOSSLESS)
+def test_lossless_paths_match_the_real_target(target, drafter, path):
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter=drafter, k=4, temperature=1.0, seed=4000)
+    check_lossless(run_exactness(target, prompt, settings, samples=400), f"{drafter} ({path}) on the target")
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_neural_draft_matches_the_target(target, tiny, temperature):
     prompt = target.tokenizer.encode(PROMPT)
     settings = Settings(drafter="neural", k=3, temperature=temperature, seed=2000)
-    res = run_exactness(target, prompt, settings, samples=800, draft_model=tiny.model)
-    assert res.dof >= 5 and res.p_value >= 0.001, f"p={res.p_value:.2e}"
+    check_lossless(run_exactness(target, prompt, settings, samples=600, draft_model=tiny.model), "neural")
 
 
 def test_nasd_seed_variant_is_detected_as_biased(tiny):
     prompt = tiny.tokenizer.encode(PROMPT)
     settings = Settings(drafter="nasd", k=3, temperature=1.0, seed=3000, verification="nasd-seed")
     biased = run_exactness(tiny, prompt, settings, samples=1500)
-    assert biased.p_value < 0.001
+    assert biased.p_value < ALPHA and biased.joint.p_value < ALPHA and verdict(biased, ALPHA)[0] == "biased"
     lossless = run_exactness(tiny, prompt, Settings(**{**vars(settings), "verification": "lossless"}), samples=1500)
+    assert lossless.p_value >= ALPHA and verdict(lossless, ALPHA)[0] == "exact"
     assert biased.tv_distance > lossless.tv_distance + 0.05
+
+
+def test_flat_distribution_is_not_called_biased(tiny):
+    """T=2, no drafter: no outcome of the first 3 characters expects 5 counts; pooling still tests."""
+    prompt = tiny.tokenizer.encode(PROMPT)
+    res = run_exactness(tiny, prompt, Settings(drafter="none", k=2, temperature=2.0, seed=5), samples=200)
+    assert res.first.p_value is not None and res.first.dof >= 1
+    assert verdict(res, ALPHA)[0] == "exact", res
+
+
+def test_too_few_samples_is_no_verdict(tiny):
+    prompt = tiny.tokenizer.encode(PROMPT)
+    res = run_exactness(tiny, prompt, Settings(drafter="bigram", k=1, temperature=1.0), samples=2)
+    kind, sentence = verdict(res, ALPHA)
+    assert kind == "unknown" and sentence.startswith("Not enough samples for a verdict")
+
+
+def test_greedy_is_exact_and_every_position_is_covered(tiny):
+    prompt = tiny.tokenizer.encode(PROMPT)
+    res = run_exactness(tiny, prompt, Settings(drafter="trigram", k=8, temperature=0.0), samples=50)
+    assert res.impossible == 0 and res.new_tokens == 9 and res.draft_depths == 8
+    assert int(res.pit_counts.sum()) == 50 * 9 and verdict(res, ALPHA)[0] == "exact"
+    fig = position_chart(res)
+    go.Figure(fig.to_dict())  # validates every property: raises on a misspelt one
+    assert len(fig.data[0].y) == 9 and "draft positions 1–8 of K = 8" in fig.layout.title.text
+
+
+def test_requests_out_of_bounds_are_refused_up_front(tiny):
+    prompt = tiny.tokenizer.encode(PROMPT)
+    with pytest.raises(ValueError, match="between 1 and"):
+        run_exactness(tiny, prompt, Settings(), samples=MAX_SAMPLES + 1)
+    with pytest.raises(ValueError, match="one window of 256"):
+        run_exactness(tiny, [1] * 250, Settings(k=8), samples=10)

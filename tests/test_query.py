@@ -6,7 +6,7 @@ from specviz.query import DEFAULT_PRESET, RunSpec, from_query, to_query
 
 
 def test_round_trip_keeps_every_setting():
-    s = Settings(drafter="trie", k=7, temperature=0.0, seed=42, max_new_tokens=90, min_context_count=5,
+    s = Settings(drafter="nasd", k=7, temperature=0.0, seed=42, max_new_tokens=90, min_context_count=5,
                  trie_n=9, nasd_stop_if_unknown=False, verification="nasd-seed")  # fmt: skip
     for spec in [RunSpec(s, APP_PRESETS[2].text, APP_PRESETS[2].name), RunSpec(s, "<b>x</b> & more", None)]:
         q = to_query(spec)

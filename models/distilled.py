@@ -9,17 +9,19 @@ full distribution the drafter samples from: the top_k probabilities, the rest of
 evenly over the other characters, in float64. It is a pure function of the file, so the q the
 verifier checks against is exactly the q the draft was drawn from.
 
-The table belongs to one target: its header records that checkpoint's sha256, and a table paired
-with any other checkpoint is refused.
+The shipped table's own sha256 is in models/SHA256SUMS and checked on load. The table belongs to
+one target: its header records that checkpoint's sha256, and a table paired with any other
+checkpoint is refused.
 """
 
-import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
 
 import torch
 from safetensors import SafetensorError, safe_open
+
+from models.artifacts import ArtifactError, check_artifact, sha256
 
 FORMAT = "specviz-distilled-1"
 DEFAULT_PATH = Path(__file__).resolve().parent / "distilled.safetensors"
@@ -39,27 +41,13 @@ def context_key(seq: list[int], L: int, V: int) -> int:
     return key
 
 
-@lru_cache(maxsize=8)
-def sha256_of(path: Path, size: int, mtime: float) -> str:
-    """sha256 of a file; cached per (path, size, mtime), since the app asks on every load."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def file_sha256(path: Path) -> str:
-    st = Path(path).stat()
-    return sha256_of(Path(path).resolve(), st.st_size, st.st_mtime)
-
-
 class DistilledTable:
     def __init__(self, path: Path, target_path: Path):
         path = Path(path)
         if not path.is_file():
             raise DistilledError(f"distilled table not found: {path} (build it: python -m specviz distill)")
         try:
+            check_artifact(path)  # the shipped table: its sha256 is in models/SHA256SUMS
             with safe_open(path, framework="pt") as f:
                 header = f.metadata() or {}
                 t = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
@@ -73,11 +61,11 @@ class DistilledTable:
             if not (counts.shape == mode.shape == (U,) and self.top_tokens.shape == self.top_probs.shape
                     and self.top_tokens.shape[0] == U):  # fmt: skip
                 raise ValueError("its arrays do not have matching lengths")
-        except (SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
+        except (ArtifactError, SafetensorError, OSError, ValueError, KeyError, TypeError) as e:
             reason = " ".join(str(e).split()) or type(e).__name__
             raise DistilledError(f"cannot load distilled table {path}: {reason[:300]}") from None
         want = self.meta["target_sha256"]
-        if file_sha256(target_path) != want:
+        if sha256(target_path) != want:
             raise DistilledError(
                 f"{path.name} was distilled from another target (sha256 {want[:12]}…), not {Path(target_path).name}; "
                 "rebuild it with: python -m specviz distill"

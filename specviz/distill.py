@@ -31,6 +31,7 @@ import torch
 from safetensors.torch import save_file
 from tqdm import tqdm
 
+from models.artifacts import record_artifact, sha256
 from models.checkpoint import atomic_write, checkpoint_path, load_checkpoint
 from models.distilled import DEFAULT_PATH, FORMAT, MAX_CONTEXT
 from specviz.train import split
@@ -46,14 +47,6 @@ class DistillConfig:
     batch_windows: int = 32  # windows per target forward pass
     chunk_windows: int = 256  # windows per resume chunk
     limit_chars: int = 0  # build from the first N training characters only (0 = all): tests, quick looks
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def window_starts(n: int, block: int) -> list[int]:
@@ -132,7 +125,7 @@ def build(target_name: str, corpus: Path, out: Path, cfg: DistillConfig, resume_
     block, V = target.config.block_size, target.config.vocab_size
     starts = window_starts(len(train_ids), block)
     chunks = [starts[i : i + cfg.chunk_windows] for i in range(0, len(starts), cfg.chunk_windows)]
-    target_sha = sha256_file(target.path)
+    target_sha = sha256(target.path)
     # One resume folder per (target, corpus slice, chunking): a chunk is never reused for other inputs.
     tag = hashlib.sha256(f"{target_sha} {len(train_ids)} {cfg.chunk_windows} {block}".encode()).hexdigest()[:16]
     resume = resume_dir / f"distill-{tag}"
@@ -169,11 +162,12 @@ def build(target_name: str, corpus: Path, out: Path, cfg: DistillConfig, resume_
     # One metadata key: safetensors keeps the header's keys in a hash map, so two could be written in
     # either order, and the same table would not always be the same bytes.
     atomic_write(out, lambda tmp: save_file(table, tmp, metadata={"meta": json.dumps(meta)}))
+    record_artifact(out)  # a shipped table's line in models/SHA256SUMS follows the new file
     build_info = {
         "command": command,
         "build_seconds": round(time.perf_counter() - t_start, 1),
         "threads": torch.get_num_threads(),
-        "sha256": sha256_file(out),
+        "sha256": sha256(out),
         "bytes": out.stat().st_size,
     }
     atomic_write(build_path(out), lambda tmp: Path(tmp).write_text(json.dumps(build_info, indent=1) + "\n"))

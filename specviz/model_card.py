@@ -3,8 +3,9 @@ the files: ``python -m specviz model-card``."""
 
 import json
 
+from models.artifacts import sha256
 from models.checkpoint import CHECKPOINT_NAMES, checkpoint_path, load_checkpoint
-from models.distilled import DEFAULT_PATH, file_sha256, load_table
+from models.distilled import DEFAULT_PATH, load_table
 from specviz.distill import build_path
 from specviz.engine import Generation, Settings
 
@@ -21,7 +22,7 @@ def distilled_section() -> list[str]:
     table = load_table(checkpoint_path("target"))
     m, cfg = table.meta, table.meta["config"]
     build = json.loads(build_path(DEFAULT_PATH).read_text())
-    if build["sha256"] != file_sha256(DEFAULT_PATH):
+    if build["sha256"] != sha256(DEFAULT_PATH):
         raise ValueError(f"{build_path(DEFAULT_PATH).name} describes another build than {DEFAULT_PATH.name}")
     return [
         "## distilled",

@@ -100,6 +100,18 @@ def test_a_damaged_table_is_one_line(tmp_path):
     assert "\n" not in str(e.value)
 
 
+def test_a_bit_flipped_table_is_refused(tmp_path):
+    """The shipped table is checked against models/SHA256SUMS before it is read."""
+    copy = tmp_path / DEFAULT_PATH.name
+    data = bytearray(DEFAULT_PATH.read_bytes())
+    data[len(data) // 2] ^= 1  # one bit, deep inside a tensor: the file still parses
+    copy.write_bytes(bytes(data))
+    (tmp_path / "SHA256SUMS").write_text((DEFAULT_PATH.parent / "SHA256SUMS").read_text())
+    with pytest.raises(DistilledError, match="sha256") as e:
+        DistilledTable(copy, checkpoint_path("target"))
+    assert "\n" not in str(e.value)
+
+
 def test_lookup_backs_off_to_the_longest_context_seen_often_enough():
     table = load_table(checkpoint_path("target"))
     seq = [table.vocab.index(c) for c in "ROMEO:\nBut soft"]

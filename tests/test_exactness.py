@@ -112,6 +112,25 @@ def test_lossless_paths_match_the_real_target(target, drafter, path):
     check_lossless(run_exactness(target, prompt, settings, samples=400), f"{drafter} ({path}) on the target")
 
 
+@pytest.mark.real_target
+@pytest.mark.parametrize("temperature", [0.5, 1.0])
+@pytest.mark.parametrize("drafter, path", [("distilled", "sampled chain"), ("distilled-tree", "deterministic tree")])
+def test_distilled_drafters_match_the_real_target(target, drafter, path, temperature):
+    """The distilled table belongs to the real target, so its drafters are checked there only."""
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=5000)
+    check_lossless(run_exactness(target, prompt, settings, samples=600), f"{drafter} ({path}) at T={temperature}")
+
+
+@pytest.mark.real_target
+def test_adaptive_k_matches_the_real_target(target):
+    """K chosen from past rounds only: the runs stay exact (K varies from round to round within a run)."""
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter="distilled", k=4, k_auto=True, temperature=1.0, seed=6000)
+    res = run_exactness(target, prompt, settings, samples=600)
+    assert res.impossible == 0 and res.p_value >= ALPHA and verdict(res, ALPHA)[0] == "exact"
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_neural_draft_matches_the_target(target, tiny, temperature):
     prompt = target.tokenizer.encode(PROMPT)

@@ -28,7 +28,7 @@ from models.tokenizer import UnknownCharactersError
 from specviz import distill
 from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS
-from specviz.engine import Generation, Settings
+from specviz.engine import Generation, Settings, _cut
 from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.model_card import render_card
 from specviz.outputs import writable_file, writable_folder
@@ -94,7 +94,7 @@ def k_arg(text: str) -> int | str:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {text[:40]!r}") from None
+        raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {_cut(text)}") from None
 
 
 def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
@@ -120,6 +120,10 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
     p.add_argument("--nasd-continue-if-unknown", action="store_true", help="fill unknown contexts instead of stopping")
     p.add_argument("--lookup-max-ngram", type=int, default=d.lookup_max_ngram)
     p.add_argument("--lookup-min-ngram", type=int, default=d.lookup_min_ngram)
+    p.add_argument(
+        "--distilled-context", type=int, default=d.distilled_context, help="distilled: L, the longest context"
+    )
+    p.add_argument("--distilled-nodes", type=int, default=d.distilled_nodes, help="distilled-tree: node budget")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
@@ -177,7 +181,8 @@ def cmd_generate(args) -> None:
 def cmd_exactness(args) -> None:
     if not 1 <= args.samples <= MAX_SAMPLES:
         raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
-    target, prompt, settings, draft_model = prepare(args, max(1, args.k + 1))  # runs of K + 1 tokens
+    k = AUTO_K_MAX if args.k == "auto" else args.k
+    target, prompt, settings, draft_model = prepare(args, max(1, k + 1))  # runs of K + 1 tokens
     B = target.config.block_size
     if len(prompt) + settings.k > B:  # before any sampling
         raise CLIError(f"the prompt and the {settings.k + 1} generated tokens must fit in one window of {B}: "

@@ -34,6 +34,7 @@ from tqdm import tqdm
 from models.artifacts import record_artifact, sha256
 from models.checkpoint import atomic_write, checkpoint_path, load_checkpoint
 from models.distilled import DEFAULT_PATH, FORMAT, MAX_CONTEXT
+from specviz.outputs import writable_file, writable_folder
 from specviz.train import split
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
@@ -207,7 +208,9 @@ def config_from(args) -> DistillConfig:
         raise ValueError("--min-count must be 1 or more and --limit-chars 0 or more")
     if not Path(args.data).is_file():
         raise ValueError(f"corpus not found: {args.data}")
-    if Path(args.out).is_dir():
-        raise ValueError(f"--out {args.out} is a directory")
+    writable_file(args.out)
+    writable_folder(args.resume_dir)
+    if args.threads is not None and not 1 <= args.threads <= 256:
+        raise ValueError(f"--threads must be between 1 and 256, got {args.threads}")
     return DistillConfig(max_context=args.max_context, top_k=args.top_k, min_count=args.min_count,
                          limit_chars=args.limit_chars)  # fmt: skip

@@ -18,7 +18,7 @@ from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
-from specviz.drafters import DRAFTERS, Drafter, chain, make_drafter
+from specviz.drafters import DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import tree_mask
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
@@ -137,7 +137,7 @@ class Generation:
             if choice.k == 0 and k >= 1 and self.adaptive.shadow_due():
                 shadow = self.drafter.draft(self.tokens, 1, T, self.gen)  # scored below, never verified
             k = choice.k
-        draft = self.drafter.draft(self.tokens, k, T, self.gen) if k else chain([])
+        draft = self.drafter.draft(self.tokens, k, T, self.gen)  # k = 0 too: its notes say why nothing
         depths = draft.depths
         if depths and max(depths) > k:
             raise RuntimeError(f"drafter {s.drafter} proposed {max(depths)} deep, above the limit {k}")

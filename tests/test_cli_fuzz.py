@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 import specviz.bench
 import specviz.cli
+import specviz.distill
 from models.checkpoint import load_checkpoint
 from specviz.cli import main
 
@@ -27,16 +28,20 @@ small = st.one_of(st.integers(1, 3).map(str), value)  # valid work stays small
 PATHS = ["OUT", "", "/proc/specviz/x", "/", "afile/sub", "rows.jsonl", "docs/bench.jsonl", "bad.jsonl"]
 path = st.sampled_from(PATHS) | text
 
-RUN_FLAGS = {"--prompt": text | st.just("ROMEO:"), "--drafter": st.sampled_from(["none", "trie", "nasd", "neural", "x"]),
-             "--k": value, "--temperature": value, "--seed": value, "--model": st.sampled_from(["target", "tiny", "nope"]) | path,
+RUN_FLAGS = {"--prompt": text | st.just("ROMEO:"), "--drafter": st.sampled_from(["none", "trie", "nasd", "neural", "distilled", "distilled-tree", "x"]),
+             "--k": value | st.just("auto"), "--temperature": value, "--seed": value, "--model": st.sampled_from(["target", "tiny", "nope"]) | path,
              "--verification": st.sampled_from(["lossless", "nasd-seed", "?"]), "--min-context-count": value,
              "--trie-n": value, "--trie-prefix-len": value, "--trie-num-draft": value, "--nasd-n": value,
-             "--nasd-filler-top-k": value, "--lookup-max-ngram": value, "--lookup-min-ngram": value}  # fmt: skip
+             "--nasd-filler-top-k": value, "--lookup-max-ngram": value, "--lookup-min-ngram": value,
+             "--distilled-context": value, "--distilled-nodes": value}  # fmt: skip
 COMMANDS = {
     "generate": RUN_FLAGS | {"--max-new-tokens": small},
     "exactness": RUN_FLAGS | {"--samples": small},
     "bench": {"--k": value, "--repeats": value, "--max-new-tokens": value, "--seed": value, "--threads": value, "--out": path},
     "model-card": {"--out": path},
+    "distill": {"--data": path, "--target": st.sampled_from(["target", "nope"]) | path, "--out": path,
+                "--max-context": value, "--top-k": value, "--min-count": value, "--limit-chars": value,
+                "--resume-dir": path, "--threads": value},
     "info": {},
 }  # fmt: skip
 POSITIONAL = {"bench-chart": [path, path], "export-hf": [path]}
@@ -77,6 +82,7 @@ def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     )
     monkeypatch.setattr(specviz.cli, "render_card", lambda: "# card\n")
     monkeypatch.setattr(specviz.bench, "run_bench", lambda *a, **k: bench_rows)
+    monkeypatch.setattr(specviz.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
     code = main(args)  # an exception escaping main fails the test: that is a traceback
     out, err = capsys.readouterr()
     assert code in (0, 2), (args, code, err)

@@ -29,12 +29,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _checkpoint(name: str):
+def _checkpoint(name: str, float64: bool = False):
     # Imported here, not at the top: benchmarks/app_speed.py imports this file and times the
     # app's first load, torch's import included.
+    import torch
+
     from models.checkpoint import load_checkpoint
 
-    return load_checkpoint(name)
+    return load_checkpoint(name, dtype=torch.float64 if float64 else torch.float32)
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +47,17 @@ def target():
 @pytest.fixture(scope="session")
 def tiny():
     return _checkpoint("tiny")
+
+
+@pytest.fixture(scope="session")
+def target64():
+    """float64 copies, for the tests that claim exact equality."""
+    return _checkpoint("target", float64=True)
+
+
+@pytest.fixture(scope="session")
+def tiny64():
+    return _checkpoint("tiny", float64=True)
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,11 @@ with K auto stays exact (greedy equals the baseline for every drafter)."""
 import pytest
 import torch
 
-from models.checkpoint import load_checkpoint
 from specviz.adaptive import MIN_GAIN, AdaptiveK, expected_tokens, rates, round_cost, verify_cost
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import Generation, Settings
+from specviz.exactness import chi_square
 from specviz.verify import expected_acceptance, verify
 
 
@@ -86,16 +86,6 @@ def test_expected_acceptance_is_how_often_verify_accepts_a_first_level(kind):
     assert abs(hits / n - want) < 4 * (want * (1 - want) / n) ** 0.5  # within 4 standard errors
 
 
-@pytest.fixture(scope="module")
-def target64():
-    return load_checkpoint("target", dtype=torch.float64)
-
-
-@pytest.fixture(scope="module")
-def tiny64():
-    return load_checkpoint("tiny", dtype=torch.float64)
-
-
 @pytest.mark.parametrize("drafter", [d for d in DRAFTERS if d != "none"])
 def test_greedy_with_k_auto_equals_the_baseline(target64, tiny64, drafter):
     prompt = target64.tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft")
@@ -104,3 +94,26 @@ def test_greedy_with_k_auto_equals_the_baseline(target64, tiny64, drafter):
                                                 max_new_tokens=300), tiny64.model).run()  # fmt: skip
     assert run.tokens == base.tokens
     assert all(r.k_choice is not None and len(r.draft_tokens) <= r.k_choice.k * 64 for r in run.rounds)
+
+
+@pytest.mark.parametrize("drafter", ["bigram", "trie"])  # a sampled chain, a deterministic tree
+def test_an_idle_round_with_a_shadow_draft_emits_exactly_p(target, drafter):
+    """K = 0 rounds that score an unverified draft first (it consumes random draws) still emit a
+    token drawn from the target's p."""
+    prompt = target.tokenizer.encode("the cat sat on the mat.\nthe cat sat on the")
+    counts = torch.zeros(target.config.vocab_size, dtype=torch.long)
+    shadows, n = 0, 3000
+    for seed in range(n):
+        gen = Generation(target, prompt, Settings(drafter=drafter, k=4, k_auto=True, temperature=1.0, seed=seed))
+        gen.adaptive.successes, gen.adaptive.trials = 0.0, 10.0  # acceptance looks hopeless: K = 0
+        scored = []
+        gen.adaptive.observe = scored.append
+        r = gen.step()
+        assert r.k_choice.k == 0 and not r.draft_tokens
+        shadows += len(scored)
+        counts[r.emitted[0]] += 1
+    assert shadows == n  # every round scored a shadow draft
+    with torch.no_grad():
+        logits, _ = target.model(torch.tensor([prompt]), torch.arange(len(prompt)))
+    test = chi_square(counts, torch.softmax(logits[0, -1].double(), -1))
+    assert test.dof >= 3 and test.p_value >= 0.001, test

@@ -4,7 +4,6 @@ round equals a fresh prefill, and the same seed gives the same trace. Float64 th
 import pytest
 import torch
 
-from models.checkpoint import load_checkpoint
 from specviz.cached_model import room, window_start
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Session, Settings
@@ -12,14 +11,14 @@ from specviz.engine import Generation, Session, Settings
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 
 
-@pytest.fixture(scope="module")
-def target():
-    return load_checkpoint("target", dtype=torch.float64)
+@pytest.fixture
+def target(target64):  # float64 throughout
+    return target64
 
 
-@pytest.fixture(scope="module")
-def tiny():
-    return load_checkpoint("tiny", dtype=torch.float64)
+@pytest.fixture
+def tiny(tiny64):
+    return tiny64
 
 
 def test_window_policy():

@@ -38,7 +38,9 @@ DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
 PRIOR = (1.0, 1.0)  # Beta(successes, failures) prior on alpha
 SHADOW_COST = 0.1  # drafters at most this costly are scored in K = 0 rounds
 SHADOW_EVERY = 4  # ... every 4th such round: alpha moves slowly, and a shadow draft is not free
-MIN_GAIN = 1.10  # draft only if it promises 10% more tokens per unit of time than K = 0
+# Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
+# at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
+MIN_GAIN = 1.15
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
 # forward, softmax), for this project's target on this 2-core CPU with 1 thread: 1.20 at N = 2,
@@ -99,6 +101,7 @@ class AdaptiveK:
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
+        self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
 
     @property
     def alpha(self) -> float:
@@ -110,11 +113,16 @@ class AdaptiveK:
         return self.tokens / self.levels if self.levels else 1.0
 
     def choose(self, limit: int) -> Choice:
-        """The K for the next round, at most ``limit`` (the engine's own bound). Runs every round."""
+        """The K for the next round, at most ``limit`` (the engine's own bound). Runs every round,
+        so an idle drafter that learns nothing new (no shadow drafts) reuses its last answer."""
+        if self._last is not None and self._last[0] == limit:
+            return self._last[1]
         alpha, n, k_max = self.alpha, self.per_level, min(self.k_max, limit)
         r = rates(alpha, n, self.c, k_max, early_stop=True)
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+        choice = Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+        self._last = (limit, choice)
+        return choice
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
@@ -122,6 +130,7 @@ class AdaptiveK:
 
     def observe(self, acceptance: float) -> None:
         """A K = 0 round's unverified one-level draft, accepted with this probability."""
+        self._last = None
         self.successes = DECAY * self.successes + acceptance
         self.trials = DECAY * self.trials + 1
 
@@ -131,6 +140,7 @@ class AdaptiveK:
         self.idle = self.idle + 1 if k == 0 else 0
         if depth == 0:
             return
+        self._last = None
         trials = accepted + (1 if accepted < depth else 0)
         self.successes = DECAY * self.successes + accepted
         self.trials = DECAY * self.trials + trials

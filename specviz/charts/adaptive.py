@@ -20,10 +20,9 @@ def k_choice_bars(choice: Choice) -> go.Figure:
                           "target passes = %{y:.2f}<extra></extra>"),
     ]  # fmt: skip
     why = f"drafting must promise {MIN_GAIN:.2f}× plain decoding's rate" if choice.k == 0 else "the highest bar"
-    title = (f"Adaptive K chose K = {choice.k} ({why})<br><sub>from past rounds: acceptance per level α = "
-             f"{choice.alpha:.2f}, {choice.per_level:.1f} drafted per level, draft cost c = {choice.draft_cost:.2f} "
-             "target passes per token</sub>")  # fmt: skip
-    layout = {"title": {"text": title}, "height": 300, "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
+    title = (f"Adaptive K chose K = {choice.k}<br><sub>{why}; from past rounds: α = {choice.alpha:.2f} per level,"
+             f"<br>{choice.per_level:.1f} drafted per level, draft cost {choice.draft_cost:.2f} target passes a token</sub>")  # fmt: skip
+    layout = {"title": {"text": title}, "height": 300, "margin": {"l": 50, "r": 10, "t": 90, "b": 40},
               "xaxis": {"title": {"text": "K"}, "dtick": 1}, "yaxis": {"title": {"text": "characters per target pass"}},
               "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                           "line": {"dash": "dot", "color": "#555"}}]}  # fmt: skip

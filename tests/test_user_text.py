@@ -50,7 +50,7 @@ def test_plotly_text_leaves_no_tag_or_entity(text):
 
 
 def open_page(name: str, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
     for k, v in params.items():
         at.query_params[k] = v
     at.switch_page(f"pages/{name}.py")
@@ -101,7 +101,7 @@ def test_payload_in_a_real_browser(app_url, page, tmp_path, target):
     from urllib.parse import urlencode
 
     page.goto(f"{app_url}/step?{urlencode({'k': PAYLOAD, 'temperature': PAYLOAD})}")
-    page.get_by_role("button", name="Next").wait_for(timeout=120_000)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
     wait_idle(page)
     alerts = page.get_by_test_id("stAlert").all_inner_texts()
     assert sum(cut(PAYLOAD) in a for a in alerts) == 2, alerts
@@ -109,23 +109,23 @@ def test_payload_in_a_real_browser(app_url, page, tmp_path, target):
 
     page.goto(f"{app_url}/shootout")
     upload = page.get_by_test_id("stFileUploaderDropzoneInput")
-    upload.wait_for(state="attached", timeout=120_000)
+    upload.wait_for(state="attached", timeout=600_000)
     wait_idle(page)
     row = json.dumps(BENCH_ROW | {"drafter": PAYLOAD})
     upload.set_input_files({"name": f"{PAYLOAD}.jsonl", "mimeType": "text/plain", "buffer": row.encode()})
-    page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=600_000)
     wait_idle(page)
     chart = page.locator(".js-plotly-plot").first
     assert chart.locator(".xtick text").first.text_content() == PAYLOAD
     assert chart.locator(".gtitle").text_content().startswith(f"{PAYLOAD}.jsonl")
     bad = json.dumps(BENCH_ROW | {"temperature": PAYLOAD[:20]})
     upload.set_input_files({"name": f"{PAYLOAD}.jsonl", "mimeType": "text/plain", "buffer": bad.encode()})
-    page.get_by_text("is not a benchmark file").wait_for(timeout=60_000)
+    page.get_by_text("is not a benchmark file").wait_for(timeout=600_000)
     error = page.get_by_test_id("stAlert").filter(has_text="is not a benchmark file").inner_text()
     assert error.startswith(f"{PAYLOAD}.jsonl is not a benchmark file") and json.dumps(PAYLOAD[:20]) in error
 
     page.goto(f"{app_url}/tree?{urlencode({'prompt': ECHO_PROMPT, 'drafter': 'trie', 'temperature': '0'})}")
-    page.get_by_role("button", name="Next").wait_for(timeout=120_000)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
     wait_idle(page)
     page.get_by_role("button", name="Next").click()
     wait_idle(page)

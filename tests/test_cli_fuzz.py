@@ -69,7 +69,7 @@ def workdir(tmp_path_factory):
     return d
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(args=argv())
 def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     cache = {}

@@ -6,6 +6,7 @@ from streamlit import config
 from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
+from specviz.markup import md
 
 
 def page_setup() -> None:
@@ -32,5 +33,5 @@ def models_or_stop():
     try:
         return load_models()
     except CheckpointError as e:
-        st.error(f"The models could not be loaded: {e}")
+        st.error(f"The models could not be loaded: {md(e)}")
         st.stop()

@@ -13,6 +13,7 @@ from models.tokenizer import UnknownCharactersError
 from pages.common import models_or_stop
 from specviz.drafters import DRAFTERS
 from specviz.engine import Session, Settings
+from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
 from specviz.verify import VARIANTS
@@ -72,7 +73,7 @@ def sidebar() -> RunSpec:
     _seed_widgets(st.session_state.spec)
     with st.sidebar:
         for problem in st.session_state.pop("query_problems", []):
-            st.warning(f"Link: {problem}")
+            st.warning(f"Link: {md(problem)}")
         st.selectbox("Prompt", [FREE_TEXT] + [p.name for p in APP_PRESETS], key="ctl_preset", on_change=_on_preset,
                      help="Presets that show different behaviour; edit the text freely.")  # fmt: skip
         st.text_area("Prompt text", key="ctl_prompt", height=110, label_visibility="collapsed")
@@ -122,10 +123,10 @@ def checked_prompt(spec: RunSpec, tokenizer) -> list[int] | None:
             raise ValueError("The prompt is empty: type a few characters, or pick a preset.")
         return tokenizer.encode(spec.prompt)
     except UnknownCharactersError as e:
-        st.error(f"The prompt has {e}. The model only knows Tiny Shakespeare's 65 characters.")
+        st.error(f"The prompt has {md(e)}. The model only knows Tiny Shakespeare's 65 characters.")
         st.button("Drop them from the prompt", on_click=_drop_characters, args=(e.chars,), key="drop_chars")
     except ValueError as e:
-        st.error(str(e))
+        st.error(md(e))
     return None
 
 
@@ -155,7 +156,7 @@ def active_session() -> Session | None:
             try:
                 session = Session(target, ids, spec.settings, tiny.model)
             except (ValueError, RuntimeError) as e:
-                st.error(f"The run could not start: {e}")
+                st.error(f"The run could not start: {md(e)}")
             else:
                 st.session_state.run, st.session_state.run_key, st.session_state.spec = session, key, spec
                 st.session_state.scrub = 0

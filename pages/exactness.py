@@ -16,6 +16,7 @@ from pages.controls import FREE_TEXT, valid_spec
 from pages.round_view import chart
 from specviz.charts import exactness as charts
 from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, run_exactness, verdict
+from specviz.markup import md
 from specviz.presets import preset
 
 KEEP = 8  # results kept per browser session
@@ -52,7 +53,7 @@ def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
     try:
         res = run_exactness(target, ids, spec.settings, samples, tiny.model, n_tokens=n_tokens, progress=progress)
     except (ValueError, RuntimeError) as e:
-        st.error(f"The run could not finish: {e}")
+        st.error(f"The run could not finish: {md(e)}")
         return None
     finally:
         bar.empty()

@@ -5,6 +5,7 @@ import streamlit as st
 from models.tokenizer import UnknownCharactersError
 from pages.common import models_or_stop, page_setup
 from specviz.engine import Generation, Settings
+from specviz.markup import md
 
 
 def render() -> None:
@@ -47,9 +48,9 @@ def render() -> None:
                 settings = Settings(drafter="none", temperature=temperature, max_new_tokens=int(length), seed=int(seed))
                 st.session_state.home_sample = prompt + Generation(target, ids, settings).run().text
             except UnknownCharactersError as e:
-                st.error(f"The prompt has {e}.")
+                st.error(f"The prompt has {md(e)}.")
             except ValueError as e:
-                st.error(str(e))
+                st.error(md(e))
     if "home_sample" in st.session_state:
         st.text(st.session_state.home_sample)  # st.text renders no markup: the text shows as typed
 

@@ -10,6 +10,7 @@ from pages.round_view import chart
 from specviz import charts, lesson
 from specviz.charts import lesson as lesson_charts
 from specviz.engine import Generation, Settings
+from specviz.markup import md
 from specviz.presets import preset
 from specviz.stats import acceptance_by_position
 from specviz.text_view import text_html
@@ -125,7 +126,7 @@ else:
 try:
     trace, timing = lesson_trace(settings, tuple(ids))
 except (ValueError, RuntimeError) as e:
-    st.error(f"The run could not go on: {e}")
+    st.error(f"The run could not go on: {md(e)}")
     st.stop()
 steps = lesson.steps(trace.rounds, trace.vocab, settings)
 if not steps:

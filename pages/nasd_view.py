@@ -9,13 +9,14 @@ from pages.round_view import chart
 from specviz.charts import label_text
 from specviz.charts import nasd as charts
 from specviz.engine import Session
+from specviz.markup import md
 from specviz.record import RoundRecord
 
 
 def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:
     """(heading, detail) for the round."""
     drafted = label_text(vocab, r.draft_tokens)
-    draft = f"drafted {drafted!r}" if drafted else "drafted nothing"
+    draft = f"drafted '{md(drafted)}'" if drafted else "drafted nothing"
     if r.draft_notes.get("stopped_unknown"):
         draft += " (unknown context)"
     added = r.drafter_update.get("added", [])

@@ -12,6 +12,7 @@ import time
 import streamlit as st
 
 from specviz.engine import Session
+from specviz.markup import md
 
 SPEEDS = {"slow (2 s)": 2.0, "medium (1 s)": 1.0, "fast (0.4 s)": 0.4}
 
@@ -73,7 +74,7 @@ def navigator(session: Session, view) -> None:
             st.slider("Round (scrub through the rounds computed so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
                       on_change=_act, args=("scrub",))  # fmt: skip
         if error := st.session_state.pop("engine_error", None):
-            st.error(f"The engine stopped: {error}. The rounds so far are kept.")
+            st.error(f"The engine stopped: {md(error)}. The rounds so far are kept.")
         view(session)
 
     frame()

@@ -6,6 +6,7 @@ import streamlit as st
 
 from specviz import charts
 from specviz.engine import Session
+from specviz.markup import md
 from specviz.record import RoundRecord
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.text_view import text_html
@@ -46,8 +47,8 @@ def totals(session: Session) -> None:
 def current_round(r: RoundRecord, session: Session) -> None:
     vocab, settings = session.generation.trace.vocab, session.generation.settings
     verdict = f"{r.n_accepted} of {len(r.draft_tokens)} drafted accepted, " + (
-        f"correction {charts.label(vocab, r.correction)!r}" if r.correction is not None
-        else f"bonus {charts.label(vocab, r.bonus)!r}"
+        f"correction '{md(charts.label(vocab, r.correction))}'" if r.correction is not None
+        else f"bonus '{md(charts.label(vocab, r.bonus))}'"
     )  # fmt: skip
     st.subheader(f"Round {r.index}: {verdict}")
     if r.k_choice is not None:
@@ -58,7 +59,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
         )
     else:
         st.dataframe(charts.candidate_frame(r, vocab), hide_index=True, column_config=CANDIDATE_HELP)
-        tabs = st.tabs([f"depth {p.depth}: {charts.label(vocab, p.token)!r}" for p in r.positions])
+        tabs = st.tabs([f"depth {p.depth}: '{md(charts.label(vocab, p.token))}'" for p in r.positions])
         for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
             with tab:
                 chart(charts.pq_bars(pos, vocab), f"pq_{i}")

@@ -7,6 +7,7 @@ from pages.controls import valid_spec
 from pages.round_view import chart
 from specviz.bench import rows_from_jsonl
 from specviz.charts import shootout as charts
+from specviz.markup import md
 from specviz.shootout import SWEEP_KS, run_shootout
 
 
@@ -18,7 +19,7 @@ def measure(spec) -> None:
         result = run_shootout(target, tiny, spec.prompt, spec.settings,
                               progress=lambda done, total: bar.progress(done / total, text=f"Run {done} of {total}"))  # fmt: skip
     except ValueError as e:
-        st.error(f"The shoot-out could not run: {e}")
+        st.error(f"The shoot-out could not run: {md(e)}")
         return
     finally:
         bar.empty()
@@ -55,12 +56,12 @@ def from_file() -> None:
     try:
         rows = rows_from_jsonl(upload.getvalue().decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as e:
-        st.error(f"{upload.name} is not a benchmark file: {e}")
+        st.error(f"{md(upload.name, 120)} is not a benchmark file: {md(e, 300)}")
         return
     for T in sorted({r["temperature"] for r in rows}):
         mine = [r for r in rows if r["temperature"] == T and r["impl"] == "specviz" and r["suite"] == "main"]
         if mine:
-            chart(charts.speedup_bars(mine, f"{upload.name}: T={T}, K={mine[0]['k']}"), f"file_{T}")
+            chart(charts.speedup_bars(mine, f"{upload.name[:120]}: T={T}, K={mine[0]['k']}"), f"file_{T}")
     st.dataframe(charts.results_frame(rows), hide_index=True)
 
 

@@ -14,6 +14,7 @@ from pages.round_view import chart
 from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.engine import Session
+from specviz.markup import md
 from specviz.record import RoundRecord
 
 
@@ -29,17 +30,19 @@ def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
     """(heading, detail) for the round."""
     notes = r.draft_notes
     end = (
-        f"correction {label(vocab, r.correction)!r}" if r.correction is not None else f"bonus {label(vocab, r.bonus)!r}"
+        f"correction '{md(label(vocab, r.correction))}'"
+        if r.correction is not None
+        else f"bonus '{md(label(vocab, r.bonus))}'"
     )
     if not notes["matched_prefix"]:
         return (f"Round {r.index}: no match, no draft; {end}",
                 f"No suffix of the context (up to L_p = {s.trie_prefix_len} characters) is a chain in the trie, so "
                 "nothing is drafted and the target adds one character, as in plain decoding.")  # fmt: skip
-    prefix = label_text(vocab, notes["matched_prefix"])
+    prefix = md(label_text(vocab, notes["matched_prefix"]))
     if not r.draft_tokens:
-        return (f"Round {r.index}: matched {prefix!r}, nothing below it; {end}",
+        return (f"Round {r.index}: matched '{prefix}', nothing below it; {end}",
                 "The matched node is a leaf: nothing followed it in the prompt, so nothing is drafted.")  # fmt: skip
-    return (f"Round {r.index}: matched {prefix!r}, drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {end}",
+    return (f"Round {r.index}: matched '{prefix}', drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {end}",
             f"The context's last {notes['matched_length']} characters (of L_p = {s.trie_prefix_len}) matched; the "
             f"draft keeps the {len(r.draft_tokens)} most frequent of the {notes['pruned_from']} nodes below the match "
             f"(num_draft = {s.trie_num_draft}, at most K = {s.k} deep).")  # fmt: skip

@@ -28,8 +28,9 @@ from models.tokenizer import UnknownCharactersError
 from specviz import distill
 from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS
-from specviz.engine import Generation, Settings, _cut
+from specviz.engine import Generation, Settings
 from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
+from specviz.markup import cut
 from specviz.model_card import render_card
 from specviz.outputs import writable_file, writable_folder
 from specviz.presets import PRESETS, preset
@@ -94,7 +95,7 @@ def k_arg(text: str) -> int | str:
     try:
         return int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {_cut(text)}") from None
+        raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {cut(text)}") from None
 
 
 def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:

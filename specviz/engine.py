@@ -20,6 +20,7 @@ from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import tree_mask
+from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
 from specviz.verify import VARIANTS, expected_acceptance, verify, verify_nasd_seed
@@ -58,20 +59,20 @@ class Settings:
         or nan mean nothing. Seeds are 0 .. 2^63 - 1 (torch's generator takes 64 bits; the
         exactness harness adds up to a million to a seed)."""
         if self.drafter not in DRAFTERS:
-            raise ValueError(f"unknown drafter {_cut(self.drafter)}; choose one of: {', '.join(DRAFTERS)}")
+            raise ValueError(f"unknown drafter {cut(self.drafter)}; choose one of: {', '.join(DRAFTERS)}")
         if self.verification not in VARIANTS:
-            raise ValueError(f"unknown verification {_cut(self.verification)}; choose one of: {', '.join(VARIANTS)}")
+            raise ValueError(f"unknown verification {cut(self.verification)}; choose one of: {', '.join(VARIANTS)}")
         if self.verification == "nasd-seed" and self.drafter in TREE_DRAFTERS:
             raise ValueError(f"nasd-seed verification checks chains only; the {self.drafter} drafter sends trees")
         if not 1 <= self.k <= 32:
             raise ValueError(f"K must be between 1 and 32, got {self.k}")
         if not (self.temperature == 0 or TEMPERATURE_MIN <= self.temperature <= TEMPERATURE_MAX):
             raise ValueError(f"temperature must be 0 (greedy) or between {TEMPERATURE_MIN} and {TEMPERATURE_MAX}, "
-                             f"got {_cut(self.temperature)}")  # fmt: skip
+                             f"got {cut(self.temperature)}")  # fmt: skip
         if not 1 <= self.max_new_tokens <= 4096:
             raise ValueError(f"max new tokens must be between 1 and 4096, got {self.max_new_tokens}")
         if not 0 <= self.seed <= SEED_MAX:
-            raise ValueError(f"the seed must be between 0 and 2^63 - 1, got {_cut(self.seed)}")
+            raise ValueError(f"the seed must be between 0 and 2^63 - 1, got {cut(self.seed)}")
         if not 0 <= self.min_context_count <= 1_000_000:
             raise ValueError("min_context_count must be between 0 and 1000000")
         if not (1 <= self.trie_prefix_len < self.trie_n <= 64 and 1 <= self.trie_num_draft <= 1024):
@@ -82,12 +83,6 @@ class Settings:
             raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram <= 64")
         if not 0 <= self.distilled_context <= MAX_CONTEXT or not 1 <= self.distilled_nodes <= 64:
             raise ValueError(f"the distilled drafters need 0 <= L <= {MAX_CONTEXT} and 1 <= nodes <= 64")
-
-
-def _cut(value, n: int = 60) -> str:
-    """A user's value in a message: repr, cut to ``n`` characters."""
-    text = repr(value)
-    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 class Generation:

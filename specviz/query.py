@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 from specviz.engine import Settings
+from specviz.markup import cut
 from specviz.presets import APP_PRESETS, preset
 
 DEFAULT_PRESET = APP_PRESETS[0].name
@@ -54,7 +55,8 @@ def to_query(spec: RunSpec) -> dict[str, str]:
 
 
 def from_query(params: Mapping[str, str]) -> tuple[RunSpec, list[str]]:
-    """(spec, problems): problems are sentences naming each value that was ignored."""
+    """(spec, problems): problems are plain sentences naming each value that was ignored (long
+    values cut); the page escapes them, since they echo what the link said."""
     problems = []
     values = {}
     kinds = {f.name: type(getattr(Settings(), f.name)) for f in fields(Settings)}
@@ -63,7 +65,7 @@ def from_query(params: Mapping[str, str]) -> tuple[RunSpec, list[str]]:
             try:
                 values[name] = _parse(kinds[name], text)
             except ValueError:
-                problems.append(f"ignored {name}={text!r}: not a valid {kinds[name].__name__}")
+                problems.append(f"ignored {name}={cut(text)}: not a valid {kinds[name].__name__}")
     settings = Settings()
     for name, value in values.items():  # one at a time, so one bad value drops only itself
         trial = replace(settings, **{name: value})
@@ -74,12 +76,12 @@ def from_query(params: Mapping[str, str]) -> tuple[RunSpec, list[str]]:
             trial.check()
             settings = trial
         except ValueError as e:
-            problems.append(f"ignored {name}={params[name]!r}: {e}")
+            problems.append(f"ignored {name}={cut(params[name])}: {e}")
     if "prompt" in params:
         return RunSpec(settings, params["prompt"], None), problems
     name = params.get("preset", DEFAULT_PRESET)
     try:
         return RunSpec(settings, preset(name).text, name), problems
-    except KeyError as e:
-        problems.append(f"ignored preset: {e.args[0]}")
+    except KeyError:
+        problems.append(f"ignored preset={cut(name)}: no such preset")
         return RunSpec(settings, preset(DEFAULT_PRESET).text, DEFAULT_PRESET), problems

@@ -71,7 +71,7 @@ def app_url(tmp_path_factory):
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600  # only catches a server that never starts
         while True:
             try:
                 urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
@@ -100,12 +100,13 @@ def browser():
 @pytest.fixture
 def page(browser):
     context = browser.new_context(viewport={"width": 1500, "height": 1200}, accept_downloads=True)
+    context.set_default_timeout(600_000)  # only catches a hang: a busy machine may take minutes, not seconds
     pg = context.new_page()
     yield pg
     context.close()
 
 
-def wait_idle(page, timeout_ms: int = 60_000) -> None:
+def wait_idle(page, timeout_ms: int = 600_000) -> None:
     """Wait until Streamlit has finished the script run the last action started."""
     page.wait_for_timeout(300)  # let the rerun request reach the server
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)

@@ -8,7 +8,7 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
 def test_home_loads_and_generates():
-    at = AppTest.from_file(str(APP), default_timeout=60).run()
+    at = AppTest.from_file(str(APP), default_timeout=900).run()
     assert not at.exception
     assert at.title[0].value == "specviz"
     at.text_area[0].set_value("<b>ROMEO</b>")  # '<' is not in the vocabulary: a message, not a traceback

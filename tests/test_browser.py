@@ -10,7 +10,7 @@ from conftest import wait_idle
 
 def goto(page, url):
     page.goto(url)
-    page.get_by_role("button", name="Next").wait_for(timeout=120_000)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
     wait_idle(page)
 
 
@@ -18,7 +18,7 @@ def next_round(page, times: int = 1, start: int = 0):
     """Click Next and wait until the page shows the new round (a click is not a rerun yet)."""
     for i in range(start, start + times):
         page.get_by_role("button", name="Next").click()
-        page.get_by_role("heading", name=re.compile(f"^Round {i}:")).wait_for(timeout=120_000)
+        page.get_by_role("heading", name=re.compile(f"^Round {i}:")).wait_for(timeout=600_000)
         wait_idle(page)
 
 
@@ -39,7 +39,7 @@ def test_step_through_in_a_browser(app_url, page, tmp_path):
 
     # Autoplay: the rounds advance on their own until paused.
     page.get_by_role("button", name="Play").click()
-    page.get_by_role("heading", name=re.compile("^Round 5:")).wait_for(timeout=120_000)
+    page.get_by_role("heading", name=re.compile("^Round 5:")).wait_for(timeout=600_000)
     page.get_by_role("button", name="Pause").click()
     wait_idle(page)
     shown = page.get_by_role("heading", name=re.compile(r"^Round \d+:")).first.inner_text()
@@ -60,7 +60,7 @@ def test_step_through_in_a_browser(app_url, page, tmp_path):
 def test_shootout_in_a_browser(app_url, page, tmp_path):
     page.goto(f"{app_url}/shootout?max_new_tokens=16&k=2")
     page.get_by_role("button", name="Run the shoot-out").click()
-    page.locator(".js-plotly-plot").nth(4).wait_for(timeout=300_000)
+    page.locator(".js-plotly-plot").nth(4).wait_for(timeout=1_200_000)
     wait_idle(page)
     assert page.get_by_text("Speedup against K").first.is_visible()
     page.screenshot(path=tmp_path / "shootout.png", full_page=True)

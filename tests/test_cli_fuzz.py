@@ -1,7 +1,8 @@
 """The CLI under generated argument lists: whatever the arguments, exit status 0 or 2, no
 traceback, at most 2 lines on stderr. Valid arguments are kept cheap (a few new tokens, a few
-exactness runs); the benchmark's run and the model card's rendering are replaced by stand-ins,
-since this tests what the CLI accepts, not what they compute (tests/test_bench.py does)."""
+exactness runs, one token enumerated exactly); the benchmark's run and the model card's rendering
+are replaced by stand-ins, since this tests what the CLI accepts, not what they compute
+(tests/test_bench.py and tests/test_exactness.py do)."""
 
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ import specviz.cli
 import specviz.distill
 from models.checkpoint import load_checkpoint
 from specviz.cli import main
+from specviz.exactness import run_exactness
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {"run": 0, "exit 0": 0, "exit 2": 0}
@@ -24,7 +26,8 @@ ints = st.one_of(st.integers(-5, 40), st.integers(-(2**70), 2**70), st.sampled_f
 floats = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.0, 1e-320, 0.01, 10.0, 1e308]))
 text = st.text(max_size=40) | st.sampled_from(["", "-", "--k", "x" * 5000, "**b** $x$ :smile:"])
 value = st.one_of(ints.map(str), floats.map(repr), text)
-small = st.one_of(st.integers(1, 3).map(str), value)  # valid work stays small
+# Counts of work: valid only at 1..3 (so a valid case stays cheap), otherwise out of every range.
+small = st.one_of(st.integers(1, 3), st.integers(-5, 0), st.integers(20_001, 2**70)).map(str) | floats.map(repr) | text
 PATHS = ["OUT", "", "/proc/specviz/x", "/", "afile/sub", "rows.jsonl", "docs/bench.jsonl", "bad.jsonl"]
 path = st.sampled_from(PATHS) | text
 
@@ -71,7 +74,7 @@ def workdir(tmp_path_factory):
     return d
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(args=argv())
 def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     cache = {}
@@ -83,6 +86,7 @@ def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     monkeypatch.setattr(specviz.cli, "render_card", lambda: "# card\n")
     monkeypatch.setattr(specviz.bench, "run_bench", lambda *a, **k: bench_rows)
     monkeypatch.setattr(specviz.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
+    monkeypatch.setattr(specviz.cli, "run_exactness", lambda *a, **k: run_exactness(*a, **{**k, "n_tokens": 1}))
     code = main(args)  # an exception escaping main fails the test: that is a traceback
     out, err = capsys.readouterr()
     assert code in (0, 2), (args, code, err)

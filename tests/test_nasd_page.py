@@ -126,11 +126,11 @@ def test_page_steps_and_rebuilds():
 
 def test_nasd_page_in_a_browser(app_url, page, tmp_path):
     page.goto(f"{app_url}/nasd?drafter=nasd&preset=Quote+a+passage&nasd_filler_top_k=3")
-    page.get_by_role("button", name="Next").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
     wait_idle(page)
     for i in range(2):
         page.get_by_role("button", name="Next").click()
-        page.get_by_role("heading", name=f"Round {i}:").wait_for(timeout=60_000)
+        page.get_by_role("heading", name=f"Round {i}:").wait_for(timeout=600_000)
         wait_idle(page)
     plots = page.locator(".js-plotly-plot")
     assert plots.count() == 2 and plots.first.is_visible()

@@ -25,3 +25,14 @@ def test_bad_values_are_dropped_with_a_message():
     assert spec.settings.drafter == Settings().drafter and spec.settings.seed == 3
     assert spec.preset == DEFAULT_PRESET
     assert len(problems) == 4 and any("k='many'" in p for p in problems) and any("oracle" in p for p in problems)
+
+
+def test_out_of_range_numbers_in_a_link_are_dropped_with_a_message():
+    params = {"temperature": "1e-320", "seed": str(2**64), "k": "1e9", "max_new_tokens": "inf"}
+    for name, text in params.items():
+        spec, problems = from_query({name: text})
+        assert spec.settings == Settings() and len(problems) == 1 and problems[0].startswith(f"ignored {name}=")
+    spec, problems = from_query({"temperature": "nan"})
+    assert spec.settings.temperature == Settings().temperature and len(problems) == 1
+    spec, problems = from_query({"prompt": "x", "drafter": "y" * 100_000})
+    assert "…" in problems[0] and len(problems[0]) < 400  # the value is cut (it is quoted twice)

@@ -55,7 +55,7 @@ def test_figures_hold_the_rows(result):
 
 
 def test_page_runs_the_shootout_and_keeps_it():
-    at = AppTest.from_file(str(APP), default_timeout=300)
+    at = AppTest.from_file(str(APP), default_timeout=900)
     at.query_params.update({"max_new_tokens": "12", "k": "2"})
     at.switch_page("pages/shootout.py").run()
     assert not at.exception and at.button(key="shootout_run")

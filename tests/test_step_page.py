@@ -11,7 +11,7 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 
 
 def open_step(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = AppTest.from_file(str(APP), default_timeout=900)
     at.query_params.update(query or {})
     at.switch_page("pages/step.py")
     at.run()

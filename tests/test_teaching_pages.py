@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def open_page(name: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
     at.switch_page(f"pages/{name}.py")
     at.run()
     assert not at.exception, at.exception
@@ -322,7 +322,7 @@ def test_lesson_follows_the_sidebar():
 
 def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
     page.goto(f"{app_url}/acceptance")
-    page.get_by_role("heading", name="Acceptance math").wait_for(timeout=120_000)
+    page.get_by_role("heading", name="Acceptance math").wait_for(timeout=600_000)
     wait_idle(page)
     page.get_by_text("bump", exact=True).click()
     wait_idle(page)
@@ -334,7 +334,7 @@ def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
     page.screenshot(path=tmp_path / "acceptance.png", full_page=True)
 
     page.goto(f"{app_url}/exactness")
-    page.get_by_role("button", name="Run").wait_for(timeout=120_000)
+    page.get_by_role("button", name="Run").wait_for(timeout=600_000)
     wait_idle(page)
     box = page.get_by_role("spinbutton", name="Generations N")
     box.fill("100")
@@ -343,14 +343,14 @@ def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
     page.get_by_test_id("stRadioGroup").get_by_text("2", exact=True).click()
     wait_idle(page)
     page.get_by_role("button", name="Run").click()
-    page.get_by_text("Chi-square, every position").wait_for(timeout=300_000)
+    page.get_by_text("Chi-square, every position").wait_for(timeout=1_200_000)
     wait_idle(page)
     page.locator(".js-plotly-plot").nth(1).wait_for(state="visible")
     assert "100 runs" in page.locator(".js-plotly-plot").nth(1).inner_text()
     page.screenshot(path=tmp_path / "exactness.png", full_page=True)
 
     page.goto(f"{app_url}/lesson")
-    page.get_by_role("heading", name="The setup").wait_for(timeout=120_000)
+    page.get_by_role("heading", name="The setup").wait_for(timeout=600_000)
     wait_idle(page)
     page.get_by_text("Predict, then reveal").click()
     wait_idle(page)

@@ -140,7 +140,7 @@ def test_kv_gather_holds_the_kept_entries(run):
 
 def open_page(path: str, query: dict) -> AppTest:
     """The app opened on ``path`` by a link with ``query``; the NASD page's tests use it too."""
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = AppTest.from_file(str(APP), default_timeout=900)
     at.query_params.update(query)
     at.switch_page(path)
     at.run()
@@ -188,10 +188,10 @@ def test_bad_knobs_keep_the_page_up():
 
 def test_tree_page_in_a_browser(app_url, page, tmp_path):
     page.goto(f"{app_url}/tree?drafter=trie&preset=Quote+a+passage")
-    page.get_by_role("button", name="Next").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
     wait_idle(page)
     page.get_by_role("button", name="Next").click()
-    page.get_by_role("heading", name="Round 0:").wait_for(timeout=60_000)
+    page.get_by_role("heading", name="Round 0:").wait_for(timeout=600_000)
     wait_idle(page)
     plots = page.locator(".js-plotly-plot")
     assert plots.count() == 4 and plots.first.is_visible()

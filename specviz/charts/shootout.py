@@ -5,6 +5,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.figure import bar, figure
+from specviz.markup import plotly_text
 from specviz.shootout import modelled_speedup
 from specviz.stats import expected_tokens_per_round
 
@@ -15,7 +16,7 @@ COLUMNS = {"drafter": "drafter", "temperature": "T", "k": "K", "tokens_per_forwa
 
 
 def _layout(title: str, x: str, y: str, **kw) -> dict:
-    return {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 50, "b": 40},
+    return {"title": {"text": plotly_text(title)}, "height": 320, "margin": {"l": 50, "r": 10, "t": 50, "b": 40},
             "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}},
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
 
@@ -26,7 +27,7 @@ def results_frame(rows: list[dict]) -> pd.DataFrame:
 
 def speedup_bars(rows: list[dict], title: str) -> go.Figure:
     """Speedup (measured) next to tokens per forward pass (the ideal speedup) per drafter."""
-    names = [r["drafter"] for r in rows]
+    names = [plotly_text(r["drafter"]) for r in rows]
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#93c5fd"}),
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#1d4ed8"},
@@ -41,14 +42,14 @@ def k_sweep(rows: list[dict]) -> go.Figure:
     data = []
     for d in dict.fromkeys(r["drafter"] for r in rows if r["drafter"] != "none"):
         mine = sorted((r for r in rows if r["drafter"] == d), key=lambda r: r["k"])
-        data.append({"type": "scatter", "mode": "lines+markers", "name": d, "x": [r["k"] for r in mine],
+        data.append({"type": "scatter", "mode": "lines+markers", "name": plotly_text(d), "x": [r["k"] for r in mine],
                      "y": [r["speedup"] for r in mine]})  # fmt: skip
     return figure(data, _layout("Speedup against K", "K (draft length)", "speedup × baseline",
                                 xaxis={"title": {"text": "K (draft length)"}, "type": "log", "dtick": 0.30103}))  # fmt: skip
 
 
 def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
-    data = [{"type": "scatter", "mode": "lines+markers", "name": d, "x": [p["depth"] for p in rows],
+    data = [{"type": "scatter", "mode": "lines+markers", "name": plotly_text(d), "x": [p["depth"] for p in rows],
              "y": [p["rate"] for p in rows], "customdata": [[p["accepted"], p["tried"]] for p in rows],
              "hovertemplate": "depth %{x}: %{customdata[0]}/%{customdata[1]} accepted"}
             for d, rows in by_position.items()]  # fmt: skip
@@ -60,7 +61,7 @@ def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
 def expected_vs_measured(rows: list[dict]) -> go.Figure:
     """Measured tokens per round against (1 - a^(K+1)) / (1 - a) from the measured a."""
     rows = [r for r in rows if r["acceptance_rate"] is not None]
-    names = [r["drafter"] for r in rows]
+    names = [plotly_text(r["drafter"]) for r in rows]
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "measured tokens / round", marker={"color": "#10b981"}),
         bar(names, [expected_tokens_per_round(r["acceptance_rate"], r["k"]) for r in rows],
@@ -72,7 +73,7 @@ def expected_vs_measured(rows: list[dict]) -> go.Figure:
 def model_vs_measured(rows: list[dict]) -> go.Figure:
     """Measured speedup against the model E / (K c + v) with the measured costs."""
     rows = [r for r in rows if modelled_speedup(r) is not None]
-    names = [r["drafter"] for r in rows]
+    names = [plotly_text(r["drafter"]) for r in rows]
     data = [
         bar(names, [r["speedup"] for r in rows], "measured speedup", marker={"color": "#1d4ed8"}),
         bar(names, [modelled_speedup(r) for r in rows], "model E / (K·c + v)", marker={"color": "#c4b5fd"},

@@ -113,9 +113,11 @@ def convergence(tokens: torch.Tensor, p: torch.Tensor, points: int = 40) -> list
     return [(n, tv(histogram(tokens[:n], len(p)), p)) for n in ns if n <= N]
 
 
-def fit(tokens: torch.Tensor, p: torch.Tensor) -> tuple[float, int, float]:
-    """Pearson's chi-square of the outputs against p: (statistic, dof, p-value)."""
-    return chi_square(torch.bincount(tokens, minlength=len(p)), p)
+def fit(tokens: torch.Tensor, p: torch.Tensor) -> tuple[float, int, float | None]:
+    """Pearson's chi-square of the outputs against p: (statistic, dof, p-value); the p-value is
+    None when too few outputs leave two pooled cells to compare."""
+    t = chi_square(torch.bincount(tokens, minlength=len(p)), p)
+    return t.statistic, t.dof, t.p_value
 
 
 def measured_tokens_per_round(accepted: torch.Tensor, k: int) -> float:

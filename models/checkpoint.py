@@ -141,12 +141,14 @@ def read_header(path: Path) -> tuple[GPTConfig, CharTokenizer, dict]:
 def checkpoint_header(name_or_path: str | Path) -> tuple[GPTConfig, CharTokenizer, dict]:
     """read_header by name or path, after the file's existence and recorded sha256 are checked."""
     path = checkpoint_path(str(name_or_path))
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint not found: {str(path)[:200]}")
     try:
+        if not path.is_file():
+            raise CheckpointError(f"checkpoint not found: {str(path)[:200]}")
         check_artifact(path)
     except ArtifactError as e:
         raise CheckpointError(str(e)) from None
+    except OSError as e:  # a name too long, a loop of links
+        raise CheckpointError(f"cannot open checkpoint {str(path)[:200]}: {e.strerror or e}") from None
     return read_header(path)
 
 

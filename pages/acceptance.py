@@ -81,7 +81,11 @@ m = st.columns(4)
 m[0].metric("Accepted drafts", f"{float(ok['accepted'].double().mean()):.4f}", help=f"Expected: α = {o.alpha:.4f}")
 m[1].metric("TV(output, p)", f"{ok['curve'][-1][1]:.4f}", help="Shrinks like 1/√n: sampling noise only.")
 m[2].metric("Chi-square against p", f"{stat:.1f} on {dof} dof")
-m[3].metric("p-value", f"{p_value:.3g}", help="Small (say below 0.001) would mean the output is not p.")
+m[3].metric(
+    "p-value",
+    "–" if p_value is None else f"{p_value:.3g}",
+    help="Small (say below 0.001) would mean the output is not p.",
+)
 left, right = st.columns(2)
 with left:
     chart(charts.histogram_bars(ok["freq"], p, n, ok["curve"][-1][1]), "toy_histogram")
@@ -91,7 +95,7 @@ with right:
 bad = sims["p"]
 st.caption(f"The mistake — redrawing from p after a rejection — emits min(p, q) + (1 − α)·p: it over-produces the "
            f"tokens the draft likes. Its TV to p levels off at {bad['limit']:.4f} (chi-square p-value "
-           f"{bad['fit'][2]:.3g} here) while the correct rule keeps falling.")  # fmt: skip
+           f"{'–' if bad['fit'][2] is None else format(bad['fit'][2], '.3g')} here) while the correct rule keeps falling.")  # fmt: skip
 
 st.subheader("Tokens per round")
 st.markdown("If every draft position is accepted independently with probability α and the round stops at its first "

@@ -27,7 +27,7 @@ from specviz.verify import VARIANTS, expected_acceptance, verify, verify_nasd_se
 
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
 SEED_MAX = 2**63 - 1
-TREE_DRAFTERS = ("trie",)  # drafters that send trees; seed 004's rule verifies chains only
+TREE_DRAFTERS = ("trie", "distilled-tree")  # drafters that send trees; seed 004's rule verifies chains only
 
 
 @dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is

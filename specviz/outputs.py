@@ -24,6 +24,20 @@ def _writable_dir(folder: Path, shown: str) -> None:
         raise ValueError(f"cannot write {shown}: cannot create a file in {folder} ({e.strerror or e})") from None
 
 
+def _checked(check):
+    """A path check whose OSError (a name too long, a loop of links) is one sentence too."""
+
+    def run(path: str) -> Path:
+        try:
+            return check(path)
+        except OSError as e:
+            raise ValueError(f"cannot write {path}: {e.strerror or e}") from None
+
+    run.__doc__ = check.__doc__
+    return run
+
+
+@_checked
 def writable_file(path: str) -> Path:
     """A file path we may create or replace (its missing parent folders are created on write)."""
     if not path or not path.strip():
@@ -35,6 +49,7 @@ def writable_file(path: str) -> Path:
     return p
 
 
+@_checked
 def writable_folder(path: str) -> Path:
     """A folder we may write files into (created if missing); never an empty name, which would
     quietly mean the current folder."""

@@ -115,7 +115,7 @@ def convergence(tokens: torch.Tensor, p: torch.Tensor, points: int = 40) -> list
 
 def fit(tokens: torch.Tensor, p: torch.Tensor) -> tuple[float, int, float | None]:
     """Pearson's chi-square of the outputs against p: (statistic, dof, p-value); the p-value is
-    None when too few outputs leave nothing to test."""
+    None when too few outputs leave two pooled cells to compare."""
     t = chi_square(torch.bincount(tokens, minlength=len(p)), p)
     return t.statistic, t.dof, t.p_value
 

@@ -111,3 +111,10 @@ def wait_idle(page, timeout_ms: int = 600_000) -> None:
     page.wait_for_timeout(300)  # let the rerun request reach the server
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)
     page.wait_for_timeout(200)
+
+
+def shown(markdown: str) -> str:
+    """The text a markdown message shows once specviz.markup.md's backslash escapes are read."""
+    import re
+
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)

@@ -113,7 +113,8 @@ def bad_paths(tmp_path):
     a place nobody may create files in (/proc refuses even root), and an empty name."""
     afile = tmp_path / "afile"
     afile.write_text("x")
-    return {"under a file": str(afile / "out"), "a folder": str(tmp_path), "proc": "/proc/specviz/out", "empty": ""}
+    return {"under a file": str(afile / "out"), "a folder": str(tmp_path), "proc": "/proc/specviz/out", "empty": "",
+            "too long": "x" * 5000}  # fmt: skip
 
 
 OUTPUT_COMMANDS = [["model-card", "--out", "{}"], ["bench", "--quick", "--out", "{}"],
@@ -122,7 +123,7 @@ OUTPUT_COMMANDS = [["model-card", "--out", "{}"], ["bench", "--quick", "--out", 
 
 @pytest.mark.parametrize(
     "command, where",
-    [(c, w) for c in OUTPUT_COMMANDS for w in ("under a file", "a folder", "proc", "empty")
+    [(c, w) for c in OUTPUT_COMMANDS for w in ("under a file", "a folder", "proc", "empty", "too long")
      if not (c[0] == "export-hf" and w == "a folder")],  # a folder is what export-hf writes into
 )  # fmt: skip
 def test_unwritable_outputs_fail_up_front(capsys, monkeypatch, bad_paths, where, command):

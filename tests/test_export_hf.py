@@ -74,6 +74,6 @@ def test_export_into_a_file_is_refused(tmp_path, capsys):
     f.write_text("x")
     assert main(["export-hf", str(f)]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.count("\n") == 1 and err.startswith(f"error: cannot write to {f}")
+    assert out == "" and err.count("\n") == 1 and err == f"error: {f} exists and is not a folder\n"
     assert main(["export-hf", str(tmp_path / "x"), "--model", "missing.safetensors"]) == 2
     assert capsys.readouterr().err == "error: checkpoint not found: missing.safetensors\n"

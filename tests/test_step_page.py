@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import shown
 from streamlit.testing.v1 import AppTest
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -112,12 +113,12 @@ def test_bad_input_gets_a_message_and_the_previous_run_stays():
     kept = run_of(at)
     at.sidebar.text_area(key="ctl_prompt").set_value("<b>x</b> ROMEO").run()
     assert not at.exception
-    assert all(f"'{c}'" in at.error[0].value for c in "<>/")
+    assert all(f"'{c}'" in shown(at.error[0].value) for c in "<>/")
     assert run_of(at) is kept and kept.cursor == 2 and at.get("plotly_chart")  # still on screen
     at.button(key="drop_chars").click().run()
     assert at.sidebar.text_area(key="ctl_prompt").value == "bxb ROMEO" and not at.error
     at.sidebar.text_area(key="ctl_prompt").set_value("").run()
-    assert "empty" in at.error[0].value and run_of(at).generation.trace.prompt
+    assert "empty" in shown(at.error[0].value) and run_of(at).generation.trace.prompt
     at.sidebar.text_area(key="ctl_prompt").set_value("ROMEO:\n" * 60).run()
     assert not at.error and "420 characters" in at.info[0].value and "last 128–256" in at.info[0].value
 
@@ -125,5 +126,5 @@ def test_bad_input_gets_a_message_and_the_previous_run_stays():
 def test_a_bad_link_still_opens_a_run():
     at = open_step({"k": "99", "temperature": "hot"})
     assert run_of(at).generation.settings.k == 4
-    warnings = " ".join(w.value for w in at.sidebar.warning)
+    warnings = " ".join(shown(w.value) for w in at.sidebar.warning)
     assert "k='99'" in warnings and "temperature='hot'" in warnings

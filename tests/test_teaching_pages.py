@@ -6,7 +6,7 @@ from pathlib import Path
 
 import plotly.graph_objects as go
 import pytest
-from conftest import wait_idle
+from conftest import shown, wait_idle
 from streamlit.testing.v1 import AppTest
 
 from specviz import lesson, toy
@@ -150,14 +150,14 @@ def test_exactness_lab_runs_caches_and_keeps_results(target):
 
     at.text_area(key="ctl_prompt").set_value("<b>")  # bad input: a message, Run disabled, result kept
     rerun(at)
-    assert "'<'" in at.error[0].value and at.button(key="ex_run").disabled
+    assert "'<'" in shown(at.error[0].value) and at.button(key="ex_run").disabled
     assert metric(at, "p-value") == f"{res.p_value:.3g}"
     # A rule that cannot verify a tree: refused before Run, and the last result stays.
     at.text_area(key="ctl_prompt").set_value("I am. I as. I at. I a")  # the trie branches after "I a"
     at.selectbox(key="ctl_drafter").set_value("trie")
     at.selectbox(key="ctl_verification").set_value("nasd-seed")
     rerun(at)
-    assert any("checks chains only" in e.value for e in at.error) and at.button(key="ex_run").disabled
+    assert any("checks chains only" in shown(e.value) for e in at.error) and at.button(key="ex_run").disabled
     assert metric(at, "p-value") == f"{res.p_value:.3g}"
 
 
@@ -167,7 +167,7 @@ def test_exactness_lab_refuses_a_prompt_longer_than_its_window_before_run(target
     at.text_area(key="ctl_prompt").set_value(long)
     rerun(at)
     fits = target.config.block_size - 4  # runs of K + 1 = 5 characters: the prompt and 4 generated in one window
-    assert f"last {fits} characters" in at.error[0].value and at.button(key="ex_run").disabled
+    assert f"last {fits} characters" in shown(at.error[0].value) and at.button(key="ex_run").disabled
     at.button(key="ex_keep_last").click()
     rerun(at)
     assert at.session_state["ctl_prompt"] == long[-fits:] and at.session_state["ctl_preset"] == "Free text"
@@ -185,7 +185,7 @@ def test_exactness_lab_catches_seed_004s_rule():
     at.radio(key="ex_tokens").set_value(2)
     at.button(key="ex_run").click()
     rerun(at)
-    assert any("NOT the target's distribution" in e.value for e in at.error), [e.value for e in at.error]
+    assert any("NOT the target's distribution" in shown(e.value) for e in at.error), [e.value for e in at.error]
     at.button(key="ex_demo").click()  # now "back to the lossless rule"
     rerun(at)
     assert at.session_state["ctl_verification"] == "lossless"
@@ -314,7 +314,7 @@ def test_lesson_follows_the_sidebar():
     assert step_title(at) == "The setup" and "(bigram)" in at.markdown[0].value
     at.text_area(key="ctl_prompt").set_value("")
     rerun(at)
-    assert "prompt is empty" in at.error[0].value and "need fixing" in at.info[0].value
+    assert "prompt is empty" in shown(at.error[0].value) and "need fixing" in at.info[0].value
 
 
 # One real-browser check per page

@@ -16,7 +16,7 @@ from specviz.engine import Session, Settings
 from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
-from specviz.verify import VARIANTS
+from specviz.verifiers import VARIANTS
 
 FREE_TEXT = "Free text"
 

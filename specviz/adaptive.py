@@ -22,7 +22,7 @@ walk over more positions).
 A K = 0 round still learns, for free: the target's pass gives p for the next token anyway, so a
 cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round, proposes one
 level that is scored but never verified,
-by the probability that the lossless rule would have accepted it (verify.expected_acceptance). That
+by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
 observation is a fractional trial, so alpha follows the text while drafting does not pay. An
 expensive drafter (the neural draft) is not consulted while idle: it would have to catch up on
 every token it missed.

@@ -18,16 +18,15 @@ from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
-from specviz.drafters import DRAFTERS, Drafter, make_drafter
+from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import tree_mask
 from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
-from specviz.verify import VARIANTS, expected_acceptance, verify, verify_nasd_seed
+from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_verifier
 
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
 SEED_MAX = 2**63 - 1
-TREE_DRAFTERS = ("trie", "distilled-tree")  # drafters that send trees; seed 004's rule verifies chains only
 
 
 @dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is
@@ -38,7 +37,8 @@ class Settings:
     temperature: float = 0.8
     max_new_tokens: int = 200
     seed: int = 0
-    verification: str = "lossless"  # or "nasd-seed": seed 004's biased rule, for comparison
+    verification: str = "lossless"  # a name in specviz.verifiers.VERIFIERS (nasd-seed: seed 004's biased rule)
+    tree_sampling: str = "without-replacement"  # how a sampled tree's children are drawn (multidraft.py)
     min_context_count: int = 2  # trigram
     trie_n: int = 13
     trie_prefix_len: int = 3
@@ -62,8 +62,17 @@ class Settings:
             raise ValueError(f"unknown drafter {cut(self.drafter)}; choose one of: {', '.join(DRAFTERS)}")
         if self.verification not in VARIANTS:
             raise ValueError(f"unknown verification {cut(self.verification)}; choose one of: {', '.join(VARIANTS)}")
-        if self.verification == "nasd-seed" and self.drafter in TREE_DRAFTERS:
-            raise ValueError(f"nasd-seed verification checks chains only; the {self.drafter} drafter sends trees")
+        if not get_verifier(self.verification).trees and self.drafter in TREE_DRAFTERS:
+            raise ValueError(
+                f"{self.verification} verification checks chains only; the {self.drafter} drafter sends trees"
+            )
+        if self.tree_sampling not in SAMPLINGS:
+            raise ValueError(f"unknown tree sampling {cut(self.tree_sampling)}; choose one of: {', '.join(SAMPLINGS)}")
+        if self.verification == "replacement-mismatch" and (
+            self.drafter not in SAMPLED_TREE_DRAFTERS or self.tree_sampling != "without-replacement"
+        ):
+            raise ValueError("replacement-mismatch verification needs a tree sampled without replacement "
+                             f"(drafter {' or '.join(SAMPLED_TREE_DRAFTERS) or 'none yet'}, tree sampling without-replacement)")  # fmt: skip
         if not 1 <= self.k <= 32:
             raise ValueError(f"K must be between 1 and 32, got {self.k}")
         if not (self.temperature == 0 or TEMPERATURE_MIN <= self.temperature <= TEMPERATURE_MAX):
@@ -97,7 +106,7 @@ class Generation:
         self.target = CachedModel(target.model)
         assert drafter is None or not drafter.stateful
         self.drafter: Drafter = drafter or make_drafter(settings.drafter, settings, target, prompt, draft_model)
-        self.verify = verify if settings.verification == "lossless" else verify_nasd_seed
+        self.verifier = get_verifier(settings.verification)
         self.adaptive = AdaptiveK(settings.k, self.drafter.draft_cost) if settings.k_auto else None
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
@@ -146,7 +155,7 @@ class Generation:
         p_rows = probs_from_logits(logits, T)  # (N+1, V)
 
         t2 = time.perf_counter()
-        verdict = self.verify(draft, p_rows, T, self.gen)
+        verdict = self.verifier.verify(draft, p_rows, T, self.gen)
         path = verdict.path
         self.target.keep([0] + [i + 1 for i in path], [self.tokens[-1]] + [draft.tokens[i] for i in path])
         emitted = verdict.emitted(draft)
@@ -182,6 +191,7 @@ class Generation:
             emitted_kinds=["accepted"] * len(path) + ["correction" if verdict.correction is not None else "bonus"],
             drafter_update=update,
             k_choice=choice,
+            verify_notes=verdict.notes,
             draft_s=t1 - t0,
             verify_s=t2 - t1,
         )

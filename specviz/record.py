@@ -73,6 +73,7 @@ class RoundRecord:
     emitted_kinds: list[str]  # per emitted token: "accepted", "correction" or "bonus"
     drafter_update: dict  # what the drafter changed after the round (NASD storage growth)
     k_choice: Choice | None = None  # adaptive K only: the K drafted and why
+    verify_notes: dict = field(default_factory=dict)  # the verifier's own record (block: weights, stops, tau)
     draft_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0

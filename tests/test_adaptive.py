@@ -9,7 +9,9 @@ from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import Generation, Settings
 from specviz.exactness import chi_square
-from specviz.verify import expected_acceptance, verify
+from specviz.verifiers import TokenWise, expected_acceptance
+
+verify = TokenWise().verify
 
 
 def test_expected_tokens_is_the_geometric_sum():

@@ -3,9 +3,12 @@
 import pytest
 import torch
 
-import specviz.verify as verify_mod
+import specviz.verifiers.nasd_seed as nasd_seed_mod
+import specviz.verifiers.tokenwise as verify_mod
 from specviz.drafters.base import Draft, chain
-from specviz.verify import verify, verify_nasd_seed
+from specviz.verifiers import NASDSeed, TokenWise
+
+verify, verify_nasd_seed = TokenWise().verify, NASDSeed().verify
 
 V = 6
 H, E, SP, A, P, Q = range(V)  # token ids for 'h', 'e', ' ', 'a', 'p', 'q'
@@ -99,7 +102,7 @@ def test_temperature_zero_accepts_exactly_the_argmax_without_randomness():
 def test_nasd_seed_variant_draws_the_correction_afresh(monkeypatch):
     # The comparison sample is 'a' (not the draft 'h'); the correction is a second, fresh draw.
     samples = [A, H]
-    monkeypatch.setattr(verify_mod, "draw", lambda probs, gen: samples.pop(0))
+    monkeypatch.setattr(nasd_seed_mod, "draw", lambda probs, gen: samples.pop(0))
     p = torch.stack([dist(h=0.5, a=0.5), dist(p=1.0)])
     v = verify_nasd_seed(chain([H]), p, 1.0, torch.Generator())
     assert v.checks[0].sampled == A and not v.checks[0].accepted

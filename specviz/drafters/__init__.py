@@ -11,6 +11,8 @@ from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "distilled", "distilled-tree")
+TREE_DRAFTERS = ("trie", "distilled-tree")  # drafters that send trees (chains-only verifiers refuse them)
+SAMPLED_TREE_DRAFTERS: tuple[str, ...] = ()  # trees of sampled tokens (Draft.sampling set at T > 0)
 
 
 class NoDrafter(Drafter):
@@ -51,4 +53,13 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
     raise ValueError(f"unknown drafter {name!r}; choose one of: {', '.join(DRAFTERS)}")
 
 
-__all__ = ["DRAFTERS", "Draft", "Drafter", "NoDrafter", "chain", "make_drafter"]
+__all__ = [
+    "DRAFTERS",
+    "SAMPLED_TREE_DRAFTERS",
+    "TREE_DRAFTERS",
+    "Draft",
+    "Drafter",
+    "NoDrafter",
+    "chain",
+    "make_drafter",
+]

@@ -5,7 +5,8 @@
 
 A tree is given depth first: ``parents[i]`` is the index of node i's parent, -1 for a child of
 the root (the root is the last token of the context, already generated). A chain is the tree
-with parents [-1, 0, 1, ...]. Siblings are distinct tokens. ``notes`` holds what a teacher
+with parents [-1, 0, 1, ...]. Siblings are distinct tokens, except in a tree sampled with
+replacement (``sampling``), where two children may repeat a token. ``notes`` holds what a teacher
 wants to see about how the draft was made; it must be JSON-serialisable (plain lists, dicts,
 ints, floats, strings).
 """
@@ -23,6 +24,9 @@ class Draft:
     parents: list[int]  # parent index per token, -1 = child of the root
     q: torch.Tensor | None = None  # (N, V) distribution each token was sampled from; None = one-hot
     notes: dict = field(default_factory=dict)
+    # A tree of sampled tokens: how each node's children were drawn from its q,
+    # "with-replacement" or "without-replacement" (specviz/verifiers/multidraft.py); None otherwise.
+    sampling: str | None = None
 
     @property
     def depths(self) -> list[int]:

@@ -1,0 +1,31 @@
+"""Every verifier behind one interface (see base.py), looked up by name.
+
+    lossless              token-wise, down a chain or a tree (tokenwise.py); siblings' q as drawn (multidraft.py)
+    block                 block verification of a chain (block.py)
+    nasd-seed             seed 004's biased rule, chains only (nasd_seed.py)
+    replacement-mismatch  a without-replacement tree verified as with replacement: biased on purpose (mismatch.py)
+
+A new verification method is a new file here and a line in VERIFIERS, never a branch in the engine.
+"""
+
+from specviz.verifiers.base import Verdict, Verifier, children_of, one_hot_rows, proposal_rows
+from specviz.verifiers.block import Block, expected_accepted
+from specviz.verifiers.mismatch import Mismatch
+from specviz.verifiers.multidraft import SAMPLINGS, sibling_rows
+from specviz.verifiers.nasd_seed import NASDSeed
+from specviz.verifiers.tokenwise import TokenWise, expected_acceptance, residual
+
+VERIFIERS: dict[str, Verifier] = {v.name: v for v in (TokenWise(), Block(), NASDSeed(), Mismatch())}
+VARIANTS = tuple(VERIFIERS)
+
+
+def get_verifier(name: str) -> Verifier:
+    try:
+        return VERIFIERS[name]
+    except KeyError:
+        raise ValueError(f"unknown verification {name!r}; choose one of: {', '.join(VARIANTS)}") from None
+
+
+__all__ = ["SAMPLINGS", "VARIANTS", "VERIFIERS", "Block", "Mismatch", "NASDSeed", "TokenWise", "Verdict",
+           "Verifier", "children_of", "expected_accepted", "expected_acceptance", "get_verifier", "one_hot_rows",
+           "proposal_rows", "residual", "sibling_rows"]  # fmt: skip

@@ -1,0 +1,70 @@
+"""The verifier interface: given a draft and the target's distributions at every drafted node
+(one forward pass), decide which drafted tokens to keep and draw the round's last token.
+
+Every verifier returns a ``Verdict``: the accepted path (root to leaf), every drafted token it
+tried (``PositionRecord``), and the round's last token, either a *correction* drawn from a
+residual after a rejection or a *bonus* drawn from the target after a fully accepted path. A
+verifier is *lossless* when the emitted tokens are distributed exactly as the target would
+sample them; the lossy ones are kept, labelled, so the exactness lab can show them failing.
+"""
+
+from dataclasses import dataclass, field
+from functools import cache
+
+import torch
+
+from specviz.drafters.base import Draft
+from specviz.record import PositionRecord
+
+
+@cache
+def one_hot_rows(V: int) -> torch.Tensor:
+    """Row x is the one-hot q of a deterministic proposal x; rows are shared views, never written. (V, V)"""
+    return torch.eye(V, dtype=torch.float64)
+
+
+@dataclass
+class Verdict:
+    checks: list[PositionRecord] = field(default_factory=list)  # every drafted token tried, in order
+    path: list[int] = field(default_factory=list)  # accepted draft nodes, root to leaf
+    residual: torch.Tensor | None = None  # (V,) what the correction was drawn from
+    correction: int | None = None
+    bonus_p: torch.Tensor | None = None  # (V,) what the bonus token was drawn from
+    bonus: int | None = None
+    notes: dict = field(default_factory=dict)  # the verifier's own record (JSON-serialisable)
+
+    def emitted(self, draft: Draft) -> list[int]:
+        last = self.correction if self.correction is not None else self.bonus
+        return [draft.tokens[i] for i in self.path] + [last]
+
+
+def children_of(parents: list[int]) -> dict[int, list[int]]:
+    """Node -> its children in draft order (-1 is the root)."""
+    kids: dict[int, list[int]] = {-1: []}
+    for i, parent in enumerate(parents):
+        kids.setdefault(parent, []).append(i)
+        kids.setdefault(i, [])
+    return kids
+
+
+def proposal_rows(draft: Draft, V: int) -> torch.Tensor:
+    """q per drafted node, (N, V): the distribution the node was drawn from, one-hot for a
+    deterministic proposal. For a chain or a tree whose siblings were drawn independently, this is
+    what the draft says; ``specviz.verifiers.multidraft`` derives it for siblings drawn without
+    replacement."""
+    if draft.q is not None:
+        return draft.q
+    return one_hot_rows(V)[draft.tokens] if draft.tokens else torch.zeros(0, V, dtype=torch.float64)
+
+
+class Verifier:
+    """Base class. ``verify(draft, p_rows, temperature, gen)``: p_rows is (N+1, V), row 0 the
+    target's distribution after the root, row i+1 after node i; draws use ``gen`` only."""
+
+    name = "base"
+    lossless = True
+    trees = True  # can verify trees (else chains only)
+    summary = ""  # one line for the app and the CLI's help
+
+    def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
+        raise NotImplementedError

@@ -1,0 +1,25 @@
+"""A deliberately wrong verifier, kept so the exactness lab can show it failing: it verifies a
+tree whose children were drawn WITHOUT replacement as if they had been drawn WITH replacement,
+trying every child against the node's full q instead of q with the earlier children removed.
+
+Child 2 was drawn from q_2 = norm(q with x_1 zeroed), larger than q on every other token, so
+min(1, p(x)/q(x)) overstates how often it should be accepted: the target's likelier tokens
+come out too often. On chains and deterministic trees it is the lossless rule (nothing to
+mismatch).
+"""
+
+import torch
+
+from specviz.drafters.base import Draft
+from specviz.verifiers.multidraft import sibling_rows
+from specviz.verifiers.tokenwise import TokenWise
+
+
+class Mismatch(TokenWise):
+    name = "replacement-mismatch"
+    lossless = False
+    summary = "WRONG on purpose: a without-replacement tree verified as if drawn with replacement (biased)"
+
+    def rows(self, draft: Draft, V: int) -> torch.Tensor:
+        sampling = "with-replacement" if draft.sampling == "without-replacement" else draft.sampling
+        return sibling_rows(draft, V, sampling)

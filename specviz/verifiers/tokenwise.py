@@ -1,0 +1,102 @@
+"""Token-wise lossless verification (Leviathan et al. 2023; Chen et al. 2023), walked down a
+chain or a tree (SpecInfer's multi-step speculative sampling, Miao et al. 2024).
+
+At a node of the draft (the root is the last generated token) with target distribution p, try
+its children one after another; child x, proposed from q, is accepted with probability
+min(1, p(x)/q(x)). On rejection p becomes the residual norm(max(0, p - q)) and the next child
+is tried against it (its q depends on how the siblings were drawn: see multidraft.py). If every
+child is rejected, the correction is drawn from what is left; if the node has no children (the
+whole path was accepted), the bonus token is drawn from p. For a one-hot q this is "accept with
+p(x), else zero p(x) and renormalise", lossless at every temperature. At temperature 0 p is
+one-hot: a child is accepted exactly when it is the target's argmax, and no randomness is used.
+
+Why it is lossless, by induction over the tries at one node: the first child is emitted with
+probability min(p, q)(x); otherwise, with probability 1 - sum min(p, q), the procedure goes on
+with p' = (p - q)+ / (1 - sum min(p, q)), which by induction it emits exactly, whatever the next
+child's q. In total min(p, q) + (p - q)+ = p.
+"""
+
+import torch
+
+from specviz.drafters.base import Draft
+from specviz.record import PositionRecord
+from specviz.sampling import draw, uniform
+from specviz.verifiers.base import Verdict, Verifier, children_of, proposal_rows
+from specviz.verifiers.multidraft import sibling_rows
+
+
+def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """norm(max(0, p - q)), the target's distribution after a rejection of a draw from q. (V,)"""
+    r = (p - q).clamp_min(0)
+    total = float(r.sum())
+    # p == q exactly leaves nothing; then the rejection had probability 0 in exact arithmetic
+    # and p itself is the right distribution to go on with.
+    return r / total if total > 0 else p
+
+
+class TokenWise(Verifier):
+    name = "lossless"
+    summary = "token by token from the root: accept x with min(1, p(x)/q(x)), else go on with the residual"
+
+    def rows(self, draft: Draft, V: int) -> torch.Tensor:
+        """The q each node is tried against, (N, V): as the siblings were drawn."""
+        return sibling_rows(draft, V, draft.sampling)
+
+    def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
+        V = p_rows.size(-1)
+        kids = children_of(draft.parents)
+        depths = draft.depths
+        deterministic = draft.q is None
+        q_rows = self.rows(draft, V)  # (N, V)
+        # At temperature 0 p is one-hot on the target's argmax, and so is every q: a child is
+        # accepted iff it is the argmax, and a rejected sibling leaves p unchanged (max(p - q, 0) = p),
+        # so the whole walk needs only the argmax of each row.
+        top = p_rows.argmax(-1).tolist() if temperature == 0 else None
+        out = Verdict()
+        node, p = -1, p_rows[0]
+        while True:
+            chosen = None
+            for c in kids[node]:
+                x, q = draft.tokens[c], q_rows[c]
+                qx = 1.0 if deterministic else float(q[x])
+                if top is not None:
+                    px = float(x == top[node + 1])
+                    accept_prob, u, accepted = px, None, px == 1.0
+                else:
+                    px = float(p[x])
+                    accept_prob = 1.0 if px >= qx else px / qx  # qx > 0: x was drawn from q
+                    u = uniform(gen)
+                    accepted = u < accept_prob
+                out.checks.append(
+                    PositionRecord(c, depths[c], x, qx, px, px / qx, accept_prob, u, accepted, None, q, p)
+                )
+                if accepted:
+                    chosen = c
+                    break
+                if top is None:
+                    p = residual(p, q)
+            if chosen is None:
+                last = top[node + 1] if top is not None else draw(p, gen)
+                if kids[node]:  # every child rejected
+                    out.residual, out.correction = p, last
+                else:  # the whole path was accepted
+                    out.bonus_p, out.bonus = p, last
+                return out
+            out.path.append(chosen)
+            node, p = chosen, p_rows[chosen + 1]
+
+
+def expected_acceptance(draft: Draft, p: torch.Tensor) -> float:
+    """The probability that token-wise verification accepts one of the root's children, given the
+    root's target distribution p (V,): sum of p(x) over distinct deterministic children (each
+    rejection zeroes p(x) and renormalises), or sum of min(p, q) for a single child drawn from q.
+    No randomness."""
+    roots = [i for i, parent in enumerate(draft.parents) if parent == -1]
+    if draft.q is None:
+        return float(p[[draft.tokens[i] for i in roots]].sum()) if roots else 0.0
+    if len(roots) != 1:
+        raise ValueError("a sampled draft scores a single child of the root")
+    return float(torch.minimum(p, draft.q[roots[0]]).sum())
+
+
+__all__ = ["TokenWise", "expected_acceptance", "proposal_rows", "residual"]

@@ -19,7 +19,7 @@ from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
-from specviz.drafters.base import tree_mask
+from specviz.drafters.base import chain, tree_mask
 from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
@@ -141,7 +141,10 @@ class Generation:
             if choice.k == 0 and k >= 1 and self.adaptive.shadow_due():
                 shadow = self.drafter.draft(self.tokens, 1, T, self.gen)  # scored below, never verified
             k = choice.k
-        draft = self.drafter.draft(self.tokens, k, T, self.gen)  # k = 0 too: its notes say why nothing
+        if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
+            draft = chain([], notes={"adaptive K": "chose K = 0: the drafter was not asked"})
+        else:
+            draft = self.drafter.draft(self.tokens, k, T, self.gen)  # k = 0 too: its notes say why nothing
         depths = draft.depths
         if depths and max(depths) > k:
             raise RuntimeError(f"drafter {s.drafter} proposed {max(depths)} deep, above the limit {k}")

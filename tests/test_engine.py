@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from specviz.cached_model import room, window_start
-from specviz.drafters import DRAFTERS
+from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Session, Settings
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
@@ -45,17 +45,24 @@ def test_baseline_equals_plain_greedy_decoding(target):
     assert len(tokens) > B
 
 
-@pytest.mark.parametrize("drafter", [d for d in DRAFTERS if d != "none"])
-def test_greedy_speculative_equals_baseline(target, tiny, drafter):
+@pytest.mark.parametrize(
+    "drafter, verification",
+    [(d, "lossless") for d in DRAFTERS if d != "none"]
+    + [(d, "block") for d in DRAFTERS if d not in ("none", *TREE_DRAFTERS)],
+)
+def test_greedy_speculative_equals_baseline(target, tiny, drafter, verification):
     prompt = target.tokenizer.encode(PROMPT)
     base = Generation(target, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
     assert len(prompt) + 300 > target.config.block_size
     assert sum(r.reprefill for r in base.rounds) >= 1
     for k in (1, 4, 8):
         run = Generation(
-            target, prompt, Settings(drafter=drafter, k=k, temperature=0, max_new_tokens=300), tiny.model
+            target,
+            prompt,
+            Settings(drafter=drafter, k=k, temperature=0, max_new_tokens=300, verification=verification),
+            tiny.model,
         ).run()
-        assert run.tokens == base.tokens, f"{drafter} K={k} diverged from greedy"
+        assert run.tokens == base.tokens, f"{drafter} ({verification}) K={k} diverged from greedy"
         assert run.summary()["accepted"] > 0  # the drafter did get tokens accepted
         assert sum(r.reprefill for r in run.rounds) >= 1
 

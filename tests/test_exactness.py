@@ -131,6 +131,23 @@ def test_adaptive_k_matches_the_real_target(target):
     assert res.impossible == 0 and res.p_value >= ALPHA and verdict(res, ALPHA)[0] == "exact"
 
 
+@pytest.mark.parametrize("drafter, path", [("trigram", "sampled chain"), ("prompt-lookup", "deterministic chain")])
+def test_block_verification_matches_the_target(tiny, drafter, path):
+    prompt = tiny.tokenizer.encode(PROMPT)
+    settings = Settings(drafter=drafter, k=4, temperature=1.0, seed=7000, verification="block")
+    check_lossless(run_exactness(tiny, prompt, settings, samples=1000), f"block verification of {drafter} ({path})")
+
+
+@pytest.mark.real_target
+@pytest.mark.parametrize("temperature", [0.5, 1.0])
+@pytest.mark.parametrize("drafter, path", [("distilled", "sampled chain"), ("nasd", "deterministic chain")])
+def test_block_verification_matches_the_real_target(target, drafter, path, temperature):
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=8000, verification="block")
+    res = run_exactness(target, prompt, settings, samples=600)
+    check_lossless(res, f"block verification of {drafter} ({path}) at T={temperature}")
+
+
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_neural_draft_matches_the_target(target, tiny, temperature):
     prompt = target.tokenizer.encode(PROMPT)

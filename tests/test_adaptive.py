@@ -66,26 +66,41 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     assert a.alpha > 0.85 and a.choose(12).k >= 4
 
 
-@pytest.mark.parametrize("kind", ["deterministic tree", "sampled chain"])
+def sampled_siblings(q: torch.Tensor, n: int, sampling: str, g: torch.Generator) -> Draft:
+    """n children of the root drawn from q, with or without replacement; q rows as drawn."""
+    tokens, rows, left = [], [], q
+    for _ in range(n):
+        rows.append(left)
+        tokens.append(int(torch.multinomial(left, 1, generator=g)))
+        if sampling == "without-replacement":
+            left = left.clone()
+            left[tokens[-1]] = 0
+            left = left / left.sum()
+    return Draft(tokens, [-1] * n, torch.stack(rows), sampling=sampling)
+
+
+@pytest.mark.parametrize("kind", ["deterministic tree", "sampled chain", "with-replacement", "without-replacement"])
 def test_expected_acceptance_is_how_often_verify_accepts_a_first_level(kind):
     """The closed form that scores idle rounds, against verify itself over many seeds."""
     g = torch.Generator().manual_seed(0)
     p = torch.softmax(torch.randn(8, generator=g, dtype=torch.float64), 0)
     p_rows = torch.stack([p] * 4)  # rows past the first are only read after an acceptance
+    q = torch.softmax(torch.randn(8, generator=g, dtype=torch.float64), 0)
     if kind == "deterministic tree":
         draft = Draft([3, 5, 0], [-1, -1, -1])  # three distinct children of the root
         want = float(p[[3, 5, 0]].sum())
-    else:
-        q = torch.softmax(torch.randn(8, generator=g, dtype=torch.float64), 0)
-        draft = Draft([int(torch.multinomial(q, 1, generator=g))], [-1], q[None])
+        assert expected_acceptance(draft, p) == pytest.approx(want)
+    elif kind == "sampled chain":
         want = float(torch.minimum(p, q).sum())
-    assert expected_acceptance(draft, p) == pytest.approx(want)
+        assert expected_acceptance(sampled_siblings(q, 1, kind, g), p) == pytest.approx(want)
+    else:  # the score of one draw is unbiased: average it over as many draws as the runs below
+        want = sum(expected_acceptance(sampled_siblings(q, 3, kind, g), p) for _ in range(20000)) / 20000
     n, hits = 20000, 0
     for seed in range(n):
-        if kind == "sampled chain":  # a fresh draw from q each time
-            draft = Draft([int(torch.multinomial(draft.q[0], 1, generator=g))], [-1], draft.q)
+        if kind != "deterministic tree":  # fresh draws from q each time
+            draft = sampled_siblings(q, 1 if kind == "sampled chain" else 3, kind, g)
         hits += bool(verify(draft, p_rows, 1.0, torch.Generator().manual_seed(seed)).path)
-    assert abs(hits / n - want) < 4 * (want * (1 - want) / n) ** 0.5  # within 4 standard errors
+    assert abs(hits / n - want) < 4 * (2 * want * (1 - want) / n) ** 0.5  # within 4 standard errors
 
 
 @pytest.mark.parametrize("drafter", [d for d in DRAFTERS if d != "none"])

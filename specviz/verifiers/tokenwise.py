@@ -88,15 +88,22 @@ class TokenWise(Verifier):
 
 def expected_acceptance(draft: Draft, p: torch.Tensor) -> float:
     """The probability that token-wise verification accepts one of the root's children, given the
-    root's target distribution p (V,): sum of p(x) over distinct deterministic children (each
-    rejection zeroes p(x) and renormalises), or sum of min(p, q) for a single child drawn from q.
-    No randomness."""
-    roots = [i for i, parent in enumerate(draft.parents) if parent == -1]
-    if draft.q is None:
-        return float(p[[draft.tokens[i] for i in roots]].sum()) if roots else 0.0
-    if len(roots) != 1:
-        raise ValueError("a sampled draft scores a single child of the root")
-    return float(torch.minimum(p, draft.q[roots[0]]).sum())
+    root's target distribution p (V,) and the drafted children, with no randomness. Child i is
+    reached when every earlier one was rejected, and then accepted with min(1, p_i(x)/q_i(x)),
+    p_i being the residual the earlier rejections left. The last child's acceptance is averaged
+    over its draw instead, sum min(p_i, q_i): nothing after it depends on which token it was, so
+    the score keeps its expectation and loses variance. (Deterministic children: the sum of p(x).)"""
+    rows = sibling_rows(draft, p.size(-1), draft.sampling)
+    roots = [c for c, parent in enumerate(draft.parents) if parent == -1]
+    total, reach = 0.0, 1.0
+    for i, c in enumerate(roots):
+        q, x = rows[c], draft.tokens[c]
+        last = i == len(roots) - 1
+        accept = float(torch.minimum(p, q).sum()) if last else min(1.0, float(p[x]) / float(q[x]))
+        total += reach * accept
+        reach *= 1 - accept
+        p = residual(p, q)
+    return total
 
 
 __all__ = ["TokenWise", "expected_acceptance", "proposal_rows", "residual"]

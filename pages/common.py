@@ -1,12 +1,16 @@
 """What every page shares: the page setup and the checkpoints, loaded once per server process
 and never mutated."""
 
+from pathlib import Path
+
 import streamlit as st
 from streamlit import config
 from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
 from specviz.markup import md
+
+FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
 
 
 def page_setup() -> None:
@@ -20,7 +24,9 @@ def page_setup() -> None:
     if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
         PagesManager.uses_pages_directory = False
         st.rerun()
-    st.set_page_config(layout="wide")
+    # A local favicon: without one, Streamlit fetches the page's material icon from fonts.gstatic.com,
+    # and the app makes no network calls.
+    st.set_page_config(layout="wide", page_icon=FAVICON)
 
 
 @st.cache_resource(show_spinner="Loading the models...")

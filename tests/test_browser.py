@@ -64,3 +64,17 @@ def test_shootout_in_a_browser(app_url, page, tmp_path):
     wait_idle(page)
     assert page.get_by_text("Speedup against K").first.is_visible()
     page.screenshot(path=tmp_path / "shootout.png", full_page=True)
+
+
+def test_no_request_leaves_the_app(app_url, page):
+    """Every page loads only from the app's own origin: no fonts, icons or telemetry from elsewhere."""
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"):
+        page.goto(f"{app_url}/{path}")
+        page.get_by_role("heading").first.wait_for(timeout=600_000)
+        wait_idle(page)
+    assert len(requests) > 50  # the pages did load (scripts, styles, the websocket)
+    foreign = sorted({u for u in requests if not u.startswith(app_url) and not u.startswith("data:")})
+    assert not foreign, f"requests outside {app_url}: {foreign}"
+    assert not page.get_by_text("Deploy", exact=True).is_visible()  # client.toolbarMode = "minimal"

@@ -98,7 +98,7 @@ def k_arg(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {cut(text)}") from None
 
 
-def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
+def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: bool = True) -> None:
     """The settings of one speculative run, as flags (defaults from engine.Settings)."""
     d = Settings()
     p.add_argument("--prompt", default="ROMEO:\nBut soft, what light", help="text to continue")
@@ -125,7 +125,8 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
         "--distilled-context", type=int, default=d.distilled_context, help="distilled: L, the longest context"
     )
     p.add_argument("--distilled-nodes", type=int, default=d.distilled_nodes, help="distilled-tree: node budget")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def prepare(args, max_new_tokens: int):
@@ -177,6 +178,25 @@ def cmd_generate(args) -> None:
         f"drafter {settings.drafter}, K={settings.k}, T={settings.temperature}",
         file=sys.stderr,
     )
+
+
+def cmd_replay(args) -> None:
+    from specviz.replay import replay_html
+
+    out = checked(writable_file, args.out)  # before any work
+    target, prompt, settings, draft_model = prepare(args, args.max_new_tokens)
+    with tqdm(total=settings.max_new_tokens, desc="generating", unit="tok", disable=None, leave=False) as bar:
+        trace = Generation(target, prompt, settings, draft_model).run(lambda n: bar.update(n - bar.n))
+    with tqdm(desc="charts", unit="round", disable=None, leave=False) as bar:
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        page = replay_html(trace, f"specviz replay: {settings.drafter}", progress)
+    atomic_write(out, lambda tmp: Path(tmp).write_text(page, encoding="utf-8"))
+    print(f"wrote {args.out} ({len(trace.rounds)} rounds, {len(page.encode()) / 1e6:.1f} MB): open it in a browser, "
+          "no server or network needed")  # fmt: skip
 
 
 def cmd_exactness(args) -> None:
@@ -327,6 +347,10 @@ def build_parser() -> OneLineParser:
     gen = sub.add_parser("generate", help="run speculative decoding and print the text (or the trace)")
     add_run_args(gen)
     gen.set_defaults(func=cmd_generate)
+    rep = sub.add_parser("replay", help="write a recorded run as one self-contained HTML file (no server, no network)")
+    add_run_args(rep, json_flag=False)
+    rep.add_argument("--out", required=True, help="the HTML file to write, e.g. run.html")
+    rep.set_defaults(func=cmd_replay)
     ex = sub.add_parser("exactness", help="test N runs of K+1 tokens against the target's exact distribution, "
                         "at every position")  # fmt: skip
     add_run_args(ex, samples=True)
@@ -343,7 +367,7 @@ def build_parser() -> OneLineParser:
     b.add_argument("--repeats", type=int, default=None, help="interleaved repeats, median reported (default 3)")
     b.add_argument("--max-new-tokens", type=int, default=None, help="new tokens per prompt (default 256, quick 32)")
     b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own choice)")
+    b.add_argument("--threads", type=int, default=None, help="torch threads (default: 1, or SPECVIZ_THREADS)")
     b.add_argument("--no-transformers", action="store_true", help="skip the comparison with transformers")
     b.add_argument(
         "--no-auto", action="store_true", help="skip the adaptive-K rows (each drafter's default configuration)"

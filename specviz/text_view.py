@@ -72,10 +72,20 @@ def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
     return out
 
 
-def text_html(trace: Trace, cursor: int) -> str:
-    """The prompt and the first ``cursor`` rounds; round ``cursor`` is the current one."""
+def prompt_spans(trace: Trace) -> str:
+    return "".join(_span("prompt", trace.vocab[t], "prompt") for t in trace.prompt)
+
+
+def text_body(trace: Trace, cursor: int) -> str:
+    """The prompt and the first ``cursor`` rounds, without the style and legend; round ``cursor``
+    is the current one."""
     vocab = trace.vocab
-    parts = [_span("prompt", vocab[t], "prompt") for t in trace.prompt]
+    parts = [prompt_spans(trace)]
     for r in trace.rounds[:cursor]:
         parts += round_spans(r, vocab, now=r.index == cursor - 1)
-    return f'{STYLE}{LEGEND}<div class="sv-text">{"".join(parts)}</div>'
+    return f'<div class="sv-text">{"".join(parts)}</div>'
+
+
+def text_html(trace: Trace, cursor: int) -> str:
+    """The text after ``cursor`` rounds with its style and legend, ready for one HTML block."""
+    return f"{STYLE}{LEGEND}{text_body(trace, cursor)}"

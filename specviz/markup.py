@@ -16,6 +16,7 @@ no markup: st.text, st.code, dataframes, st.html of html.escape'd text) on its w
 """
 
 import html
+import json
 import re
 
 _PUNCT = re.compile(r"([!-/:-@\[-`{-~])")  # every ASCII punctuation character
@@ -39,3 +40,9 @@ def cut(value, n: int = 100) -> str:
     """A user's value quoted in a plain-text message: its repr, cut to ``n`` characters."""
     text = repr(value)
     return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def script_json(value) -> str:
+    """``value`` as JSON that is safe inside an HTML <script>: <, > and & are escaped, so no text
+    can close the element (</script>) or open a comment; the JavaScript reads the same strings."""
+    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")

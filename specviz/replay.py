@@ -16,6 +16,7 @@ from plotly.offline import get_plotlyjs
 
 from specviz.charts.distributions import bonus_bars, pq_bars, residual_bars
 from specviz.charts.kv import kv_ledger
+from specviz.markup import script_json
 from specviz.record import RoundRecord, Trace
 from specviz.text_view import LEGEND, STYLE, prompt_spans, round_spans
 
@@ -38,11 +39,6 @@ def round_figures(r: RoundRecord, vocab: str) -> list[dict]:
     figs.append(residual_bars(r, vocab) if r.correction is not None else bonus_bars(r, vocab))
     figs.append(kv_ledger(r))
     return [json.loads(f.to_json()) for f in figs]
-
-
-def _script_json(value) -> str:
-    """JSON that is safe inside <script>: no '</script>', no '<!--', no HTML entities."""
-    return json.dumps(value).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def replay_html(trace: Trace, title: str = "specviz replay", progress=None) -> str:
@@ -73,7 +69,7 @@ def replay_html(trace: Trace, title: str = "specviz replay", progress=None) -> s
         style=STYLE,
         legend=LEGEND,
         plotly=get_plotlyjs(),
-        data=_script_json(data),
+        data=script_json(data),
         script=SCRIPT,
     )
 

@@ -78,3 +78,13 @@ def test_no_request_leaves_the_app(app_url, page):
     foreign = sorted({u for u in requests if not u.startswith(app_url) and not u.startswith("data:")})
     assert not foreign, f"requests outside {app_url}: {foreign}"
     assert not page.get_by_text("Deploy", exact=True).is_visible()  # client.toolbarMode = "minimal"
+
+
+def test_home_opens_on_the_race(app_url, page):
+    page.goto(app_url)
+    race = page.frame_locator("iframe").first
+    race.get_by_text("Measured:").wait_for(timeout=600_000)  # both lanes replayed to the end
+    assert race.locator("#s0").inner_text().endswith("(done)") and race.locator("#s1").inner_text().endswith("(done)")
+    note = race.locator("#note").inner_text()
+    assert re.search(r"plain \d+ ms, speculative \d+ ms: \d+\.\d\dx as fast, and the same characters", note)
+    assert race.locator("#t0").inner_text() == race.locator("#t1").inner_text()  # greedy: the same text

@@ -1,0 +1,143 @@
+"""The race: the same prompt decoded twice, plainly and speculatively, replayed side by side at
+the times the engine measured.
+
+Each lane is one recorded run. A round's tokens appear together when its round ends (draft +
+verify + accept, as the engine timed them), so the speculative lane arrives in bursts and the
+plain lane one character at a time. The runs are far too quick to watch (a few hundred
+milliseconds), so the replay is slowed by one factor for both lanes; the running tokens/s and
+the speedup are the measured ones, not the slowed ones.
+"""
+
+import statistics
+from dataclasses import dataclass
+
+from specviz.engine import Generation, Settings
+from specviz.markup import script_json
+from specviz.record import Trace
+
+REPLAY_SECONDS = 8.0  # how long the plain lane takes on screen
+
+
+@dataclass
+class Lane:
+    label: str
+    times: list[float]  # seconds from the start at which each emitted token appeared
+    chars: str  # the emitted characters, in order
+    kinds: list[str]  # per character: "plain", "accepted", "correction" or "bonus"
+
+    @property
+    def seconds(self) -> float:
+        return self.times[-1] if self.times else 0.0
+
+
+def lane(trace: Trace, label: str) -> Lane:
+    times, chars, kinds, t = [], [], [], 0.0
+    plain = trace.settings["drafter"] == "none"
+    for r in trace.rounds:
+        t += r.draft_s + r.verify_s + r.accept_s
+        for tok, kind in zip(r.emitted, r.emitted_kinds, strict=True):
+            times.append(t)
+            chars.append(trace.vocab[tok])
+            kinds.append("plain" if plain else kind)
+    return Lane(label, times, "".join(chars), kinds)
+
+
+def _seconds(trace: Trace) -> float:
+    return sum(r.draft_s + r.verify_s + r.accept_s for r in trace.rounds)
+
+
+def race(target, prompt: list[int], settings: Settings, draft_model=None, repeats: int = 3) -> tuple[Lane, Lane]:
+    """(plain, speculative): ``repeats`` runs of each, interleaved on this machine now; each lane is
+    its run of median time. Both use the settings' seed, temperature and length."""
+    plain_settings = Settings(drafter="none", temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
+                              seed=settings.seed)  # fmt: skip
+    runs = {"plain": [], "spec": []}
+    for _ in range(repeats):
+        runs["plain"].append(Generation(target, prompt, plain_settings).run())
+        runs["spec"].append(Generation(target, prompt, settings, draft_model).run())
+    picked = {}
+    for name, traces in runs.items():
+        middle = statistics.median_low([_seconds(t) for t in traces])
+        picked[name] = next(t for t in traces if _seconds(t) == middle)
+    k = f"K ≤ {settings.k}, adaptive" if settings.k_auto else f"K = {settings.k}"
+    return lane(picked["plain"], "Plain decoding"), lane(picked["spec"], f"Speculative: {settings.drafter}, {k}")
+
+
+def race_html(prompt_text: str, plain: Lane, spec: Lane) -> str:
+    """A self-contained block (for an iframe): both lanes replayed, slowed so the plain lane lasts
+    REPLAY_SECONDS, with a Race again button. Text is set through textContent only."""
+    slow = REPLAY_SECONDS / max(plain.seconds, 1e-9)
+    same = "the same characters" if plain.chars == spec.chars else "different draws from the same distribution"
+    data = {"prompt": prompt_text, "slow": slow, "lanes": [vars(plain), vars(spec)], "same": same}
+    return PAGE.replace("__DATA__", script_json(data))
+
+
+PAGE = """<style>
+body { margin: 0; font-family: system-ui, sans-serif; }
+.race { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }  /* side by side, even on a projector */
+.lane { border: 1px solid #d1d5db; border-radius: 8px; padding: 8px 10px; }
+.lane h3 { margin: 0 0 4px 0; font-size: 17px; }
+.stats { font-size: 15px; color: #374151; min-height: 1.4em; font-variant-numeric: tabular-nums; }
+.text { font-family: ui-monospace, monospace; font-size: 16px; white-space: pre-wrap; line-height: 1.6;
+        height: 180px; overflow-y: auto; }
+.prompt { color: #6b7280; }
+.accepted { background: #d1fae5; text-decoration: underline solid #047857 2px; }
+.correction { background: #ffedd5; }
+.bonus { background: #dbeafe; text-decoration: underline double #1d4ed8; }
+.bar { display: flex; gap: 12px; align-items: center; margin-top: 8px; font-size: 15px; }
+button { font-size: 15px; padding: 6px 14px; white-space: nowrap; }
+button:focus-visible { outline: 3px solid #0072b2; outline-offset: 2px; }
+</style>
+<div class="race">
+  <div class="lane"><h3 id="h0"></h3><div class="stats" id="s0"></div><div class="text" id="t0"></div></div>
+  <div class="lane"><h3 id="h1"></h3><div class="stats" id="s1"></div><div class="text" id="t1"></div></div>
+</div>
+<div class="bar"><button id="go">Race again</button><span id="note" aria-live="polite"></span></div>
+<script>
+const D = __DATA__;
+let start = null, shown = [0, 0];
+function reset() {
+  for (let i = 0; i < 2; i++) {
+    const t = document.getElementById("t" + i);
+    t.replaceChildren();
+    const p = document.createElement("span");
+    p.className = "prompt";
+    p.textContent = D.prompt;
+    t.appendChild(p);
+    document.getElementById("h" + i).textContent = D.lanes[i].label;
+    shown[i] = 0;
+  }
+  document.getElementById("note").textContent = "Slow motion: " + Math.round(D.slow) + "x slower than it ran.";
+}
+function frame(now) {
+  if (start === null) start = now;
+  const elapsed = (now - start) / 1000 / D.slow;  // seconds of the measured runs
+  let running = false;
+  for (let i = 0; i < 2; i++) {
+    const L = D.lanes[i], t = document.getElementById("t" + i);
+    while (shown[i] < L.times.length && L.times[shown[i]] <= elapsed) {
+      const s = document.createElement("span");
+      s.className = L.kinds[shown[i]];
+      s.textContent = L.chars[shown[i]];
+      t.appendChild(s);
+      shown[i]++;
+    }
+    t.scrollTop = t.scrollHeight;
+    const at = Math.min(elapsed, L.times[L.times.length - 1]);
+    const rate = shown[i] / Math.max(at, 1e-9);
+    document.getElementById("s" + i).textContent = shown[i] + " tokens in " + (at * 1000).toFixed(0) + " ms: "
+      + rate.toFixed(0) + " tokens/s" + (shown[i] === L.times.length ? " (done)" : "");
+    if (shown[i] < L.times.length) running = true;
+  }
+  if (running) requestAnimationFrame(frame);
+  else {
+    const a = D.lanes[0].times.at(-1), b = D.lanes[1].times.at(-1);
+    document.getElementById("note").textContent = "Measured: plain " + (a * 1000).toFixed(0) + " ms, speculative "
+      + (b * 1000).toFixed(0) + " ms: " + (a / b).toFixed(2) + "x as fast, and " + D.same + ".";
+  }
+}
+function go() { reset(); start = null; requestAnimationFrame(frame); }
+document.getElementById("go").onclick = go;
+go();
+</script>
+"""

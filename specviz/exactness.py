@@ -94,10 +94,12 @@ def rule_sentence(name: str) -> str:
     """Which verification rule was tested, and what to expect of it."""
     v = VERIFIERS[name]
     if v.lossless:
-        return f"Verification rule tested: {name}, a lossless rule ({v.summary}). Expected to pass."
+        return (
+            f"Verification rule tested: {name}, a lossless rule, so it is expected to pass. How it works: {v.summary}."
+        )
     return (
-        f"Verification rule tested: {name}, a LOSSY rule kept to show it failing ({v.summary}). Expected to "
-        "fail once N is large enough."
+        f"Verification rule tested: {name}, a LOSSY rule kept to show it failing: expected to fail once N is "
+        f"large enough. How it works: {v.summary}."
     )
 
 

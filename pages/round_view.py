@@ -28,12 +28,9 @@ def same_draft(r: RoundRecord, vocab: str) -> None:
     """When the verifier scored this draft under both rules: the numbers, why they may differ, the chart."""
     if (both := charts.same_draft(r)) is None or not r.draft_tokens:
         return
-    st.markdown("**The same draft, verified both ways**")
-    c = st.columns(3)
-    c[0].metric("Token-wise: expected kept", f"{both['lossless']:.2f}",
-                help="Σ over positions of Π min(1, p/q) up to it: what token-wise verification keeps on average.")  # fmt: skip
-    c[1].metric("Block: expected kept", f"{both['block']:.2f}", help="Σ_j j·h_j·Π_(l>j)(1 − h_l).")
-    c[2].metric("Block: kept (τ)", both["tau"], help="The longest prefix whose draw passed, this time.")
+    st.markdown(f"**The same draft, verified both ways.** Expected kept tokens: **{both['lossless']:.2f}** "
+                f"token-wise, **{both['block']:.2f}** with block verification, which kept τ = **{both['tau']}** "
+                "this time.", help=charts.BLOCK_HELP)  # fmt: skip
     st.caption(charts.BLOCK_EXPLAIN)
     chart(charts.block_figure(r, vocab), "block_both")
 

@@ -18,19 +18,22 @@ from specviz.charts.figure import figure
 from specviz.markup import plotly_text
 from specviz.record import RoundRecord
 
-COLUMNS = ["depth", "token", "p(x)", "q(x)", "min(1, p/q)", "token-wise keeps it", "w (weight)", "h (stop)",
-           "η (draw)", "block keeps it"]  # fmt: skip
+COLUMNS = ["depth", "token", "p(x)", "q(x)", "min(1, p/q)", "P(tw keeps)", "w", "h", "η", "block keeps"]
 HELP = {
     "p(x)": "The target's probability of the drafted token at this position.",
     "q(x)": "The drafter's probability of it (1 for a fixed guess).",
     "min(1, p/q)": "Token-wise: the probability of accepting this token once every earlier one was.",
-    "token-wise keeps it": "Token-wise: the probability of keeping this position, the product of min(1, p/q) up "
+    "P(tw keeps)": "Token-wise: the probability of keeping this position, the product of min(1, p/q) up "
     "to here. These add up to the expected kept length.",
-    "w (weight)": "Block: w_i = min(1, w_(i-1) p/q), what the prefix up to here still weighs.",
-    "h (stop)": "Block: the probability that the prefix up to here passes its draw.",
-    "η (draw)": "Block: the uniform draw for this prefix; it passes when η < h. None at temperature 0.",
-    "block keeps it": "Block keeps the longest prefix that passed: tau tokens.",
+    "w": "Block: w_i = min(1, w_(i-1) p/q), what the prefix up to here still weighs.",
+    "h": "Block: the probability that the prefix up to here passes its draw.",
+    "η": "Block: the uniform draw for this prefix; it passes when η < h. None at temperature 0.",
+    "block keeps": "Block keeps the longest prefix that passed: tau tokens.",
 }
+SUMS = (
+    "Token-wise: Σ over positions of Π min(1, p/q) up to it. Block: Σ_j j·h_j·Π_(l>j)(1 − h_l). Both are "
+    "this draft's expectations over the draws; τ is what block verification's draws gave."
+)
 EXPLAIN = (
     "Block verification is lossless too, and on average it never keeps fewer tokens than token-wise verification "
     "(Sun et al. 2024 prove it keeps the most of any valid rule). For one draft it can keep fewer: the guarantee "
@@ -53,9 +56,8 @@ def block_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
     rows = []
     for i, (p, reach) in enumerate(zip(r.positions, tokenwise_reach(r), strict=True)):
         rows.append({"depth": p.depth, "token": label(vocab, p.token), "p(x)": p.p_x, "q(x)": p.q_x,
-                     "min(1, p/q)": min(1.0, p.ratio), "token-wise keeps it": reach, "w (weight)": n["weights"][i],
-                     "h (stop)": n["stops"][i], "η (draw)": n["etas"][i],
-                     "block keeps it": "yes" if i < n["tau"] else "no"})  # fmt: skip
+                     "min(1, p/q)": min(1.0, p.ratio), "P(tw keeps)": reach, "w": n["weights"][i],
+                     "h": n["stops"][i], "η": n["etas"][i], "block keeps": "yes" if i < n["tau"] else "no"})  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -80,8 +82,8 @@ def block_figure(r: RoundRecord, vocab: str) -> go.Figure:
          "name": "block: draw η (passes when η < h)", "marker": {"symbol": "x", "size": 11, "color": "#dc2626"}},
     ]  # fmt: skip
     both = both_rules(r)
-    title = (f"Same draft, both rules: expected kept {both['lossless']:.2f} token-wise, {both['block']:.2f} block"
-             f"<br><sub>Block kept τ = {both['tau']} this time.</sub>")  # fmt: skip
+    title = (f"This draft under both rules<br><sub>expected kept: {both['lossless']:.2f} token-wise, "
+             f"{both['block']:.2f} block; block kept τ = {both['tau']} this time</sub>")  # fmt: skip
     return figure(data, {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
                          "xaxis": {"title": {"text": "draft position: token"}, "type": "category"},
                          "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},

@@ -75,13 +75,14 @@ def draft_tree_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
         })  # fmt: skip
     leaves = int(max(y for _, y in xy)) + 1
     depth = max(x for x, _ in xy)
-    title = (f"Draft tree: {len(r.draft_tokens)} nodes, {r.n_accepted} accepted along the green path"
-             "<br><sub>Grey: never checked (an ancestor was rejected, or a sibling accepted first). Hover a node "
-             "for its q and p.</sub>")  # fmt: skip
+    title = (f"Draft tree: {len(r.draft_tokens)} nodes, {r.n_accepted} accepted<br><sub>Green: the accepted path."
+             "<br>Grey: never checked (an ancestor was rejected,<br>or a sibling accepted first). Hover: q and p."
+             "</sub>")  # fmt: skip
     return figure(data, {
-        "title": {"text": title}, "height": min(900, max(300, 30 * leaves + 140)), "plot_bgcolor": "white",
-        "margin": {"l": 10, "r": 10, "t": 70, "b": 40}, "legend": {"orientation": "h", "y": -0.12},
-        "xaxis": {"title": {"text": "depth (0 = the root, the last context token)"}, "dtick": 1,
+        "title": {"text": title}, "height": min(900, max(320, 30 * leaves + 210)), "plot_bgcolor": "white",
+        "margin": {"l": 10, "r": 10, "t": 110, "b": 10},
+        "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
+        "xaxis": {"title": {"text": "depth (0 = the root: the last context token)", "standoff": 4}, "dtick": 1,
                   "range": [-0.5, depth + 0.5], "zeroline": False},
         "yaxis": {"visible": False, "range": [leaves - 0.4, -0.6]},  # reversed: the first leaf on top
     })  # fmt: skip

@@ -15,7 +15,7 @@ from specviz.charts.distributions import label
 from specviz.record import RoundRecord
 from specviz.verifiers.tokenwise import residual
 
-COLUMNS = ["try", "node", "token", "q(x)", "p(x)", "min(1, p/q)", "u", "result", "residual left (top 3)"]
+COLUMNS = ["try", "node", "token", "q(x)", "p(x)", "min(1, p/q)", "u", "result", "residual left"]
 HELP = {
     "try": "The order in which the node's children were tried.",
     "node": "The child's index in the draft (two children may share a token: each is its own node).",
@@ -23,7 +23,7 @@ HELP = {
     "p(x)": "The target's probability of the child: after a rejected sibling, the residual's.",
     "min(1, p/q)": "Probability of accepting this child.",
     "u": "The uniform draw: accept when u < min(1, p/q). None at temperature 0.",
-    "residual left (top 3)": "After a rejection, what the next child (or the correction) is tried against: "
+    "residual left": "After a rejection, what the next child (or the correction) is tried against: "
     "norm(max(p − q, 0)), its three likeliest tokens.",
 }
 
@@ -59,7 +59,7 @@ def tries_frame(r: RoundRecord, vocab: str, node: int) -> pd.DataFrame:
         left = "" if p.accepted else _top(residual(p.p, p.q).tolist(), vocab)
         rows.append({"try": i, "node": p.node, "token": label(vocab, p.token), "q(x)": p.q_x, "p(x)": p.p_x,
                      "min(1, p/q)": p.accept_prob, "u": p.u, "result": "accepted" if p.accepted else "rejected",
-                     "residual left (top 3)": left})  # fmt: skip
+                     "residual left": left})  # fmt: skip
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

@@ -79,8 +79,8 @@ def draft_tree_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
              "<br>Grey: never checked (an ancestor was rejected,<br>or a sibling accepted first). Hover: q and p."
              "</sub>")  # fmt: skip
     return figure(data, {
-        "title": {"text": title}, "height": min(900, max(320, 30 * leaves + 210)), "plot_bgcolor": "white",
-        "margin": {"l": 10, "r": 10, "t": 110, "b": 10},
+        "title": {"text": title}, "height": min(900, max(320, 30 * leaves + 235)), "plot_bgcolor": "white",
+        "margin": {"l": 10, "r": 10, "t": 135, "b": 10},
         "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom"},
         "xaxis": {"title": {"text": "depth (0 = the root: the last context token)", "standoff": 4}, "dtick": 1,
                   "range": [-0.5, depth + 0.5], "zeroline": False},

@@ -2,12 +2,11 @@
 tree of any tree drafter (node identity is the index: a sampled tree may repeat a token), the
 children of one node tried in turn, and the sidebar's verification and tree-sampling choices."""
 
-from pathlib import Path
-
 import pytest
 import torch
 from conftest import shown
 from streamlit.testing.v1 import AppTest
+from test_tree_page import open_page
 
 from specviz.charts import block, tries
 from specviz.charts.draft_tree import draft_tree_figure
@@ -18,7 +17,6 @@ from specviz.exactness import rule_sentence
 from specviz.record import RoundRecord
 from specviz.verifiers import TokenWise, residual
 
-APP = Path(__file__).resolve().parents[1] / "app.py"
 VOCAB = "<a&b"  # markup characters as tokens: every label must reach the screen as text
 
 
@@ -101,15 +99,6 @@ def test_block_table_is_both_rules_on_one_draft(block_run):
 def test_rule_sentence_says_what_to_expect():
     assert "expected to pass" in rule_sentence("block")
     assert "LOSSY" in rule_sentence("nasd-seed") and "expected to fail" in rule_sentence("replacement-mismatch")
-
-
-def open_page(page: str, query: dict) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=900)
-    at.query_params.update(query)
-    at.switch_page(page)
-    at.run()
-    assert not at.exception, at.exception
-    return at
 
 
 def next_round(at: AppTest) -> None:

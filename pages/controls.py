@@ -16,7 +16,7 @@ from specviz.engine import Session, Settings
 from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
-from specviz.verifiers import VARIANTS
+from specviz.verifiers import SAMPLINGS, VARIANTS, VERIFIERS
 
 FREE_TEXT = "Free text"
 
@@ -30,8 +30,12 @@ HELP = {
     "times than this in training.",
     "seed": "Same seed and settings, same run.",
     "max_new_tokens": "Characters to generate.",
-    "verification": "lossless: accept with min(1, p/q), resample from the residual. nasd-seed: seed 004's "
-    "rule, which is biased (see the Exactness lab).",
+    "verification": "How the target decides which drafted characters to keep. Lossy rules are kept to show them "
+    "failing in the Exactness lab.\n\n"
+    + "\n\n".join(f"- **{v.name}**{'' if v.lossless else ' (LOSSY)'}: {v.summary}" for v in VERIFIERS.values()),
+    "tree_sampling": "For drafters that sample a tree of tokens: whether a node's children are drawn from q with "
+    "replacement (the same token may appear twice) or without (each child from q minus its earlier siblings). "
+    "Verification follows the scheme the tree was drawn with.",
     "trie_n": "Trie: n-gram length stored from the prompt.",
     "trie_prefix_len": "Trie: L_p, the length of the context suffix matched against the trie.",
     "trie_num_draft": "Trie: the most nodes in the pruned draft tree.",
@@ -44,6 +48,11 @@ HELP = {
     "own predictions; shorter ones are the back-off.",
     "distilled_nodes": "Distilled tree: the node budget of the best-first draft tree.",
 }
+
+
+def verifier_label(name: str) -> str:
+    """A verifier's option label: lossy ones say so where they are chosen."""
+    return name if VERIFIERS[name].lossless else f"{name} (lossy)"
 
 
 def _number(name: str, label: str, step=1):
@@ -88,7 +97,9 @@ def sidebar() -> RunSpec:
             _number("seed", "Seed")
         st.slider("min_context_count", *APP_LIMITS["min_context_count"], key="ctl_min_context_count",
                   help=HELP["min_context_count"])  # fmt: skip
-        st.selectbox("Verification", VARIANTS, key="ctl_verification", help=HELP["verification"])
+        st.selectbox("Verification", VARIANTS, key="ctl_verification", help=HELP["verification"],
+                     format_func=verifier_label)  # fmt: skip
+        st.selectbox("Tree sampling", SAMPLINGS, key="ctl_tree_sampling", help=HELP["tree_sampling"])
         with st.expander("Drafter knobs"):
             _number("trie_n", "Trie n")
             _number("trie_prefix_len", "Trie L_p")

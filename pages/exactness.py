@@ -1,8 +1,9 @@
 """Exactness lab: N speculative generations of K + 1 characters, for the sidebar's drafter,
 temperature, K and verification rule, tested against the target's exact distribution at every
 position (so every draft position 1..K), and the first few characters against their exact joint
-distribution (computed by enumeration). The lossless rule passes; seed 004's NASD rule
-(verification "nasd-seed") fails once N is large enough. See specviz.exactness.
+distribution (computed by enumeration). Any drafter and verification rule the sidebar allows:
+the lossless ones (token-wise, block) pass; the lossy ones (seed 004's "nasd-seed", the
+deliberately wrong "replacement-mismatch") fail once N is large enough. See specviz.exactness.
 
 Runs only on the button, with a progress bar; results are kept per browser session, keyed by
 everything that defines them, so coming back to the same settings is instant."""
@@ -15,7 +16,7 @@ from pages.common import models_or_stop, page_setup
 from pages.controls import FREE_TEXT, valid_spec
 from pages.round_view import chart
 from specviz.charts import exactness as charts
-from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, run_exactness, verdict
+from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
 from specviz.markup import md
 from specviz.presets import preset
 
@@ -78,6 +79,7 @@ def show(entry: dict, vocab: str) -> None:
     st.code(entry["prompt"][-60:], language=None)
     kind, sentence = verdict(res, ALPHA)
     SHOW[kind](sentence)
+    st.caption(md(rule_sentence(s.verification)))
     first = entry["first"]
     st.caption(f"Every position ({res.new_tokens} of them, probability integral transform): {_p(res.joint)}. The "
                f"first {res.expected.dim()} characters, enumerated exactly: {_p(res.first)}. The first character "

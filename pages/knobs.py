@@ -24,15 +24,19 @@ def _copy(name: str) -> None:
     _use(name, st.session_state[f"knob_{name}"])
 
 
-def drafter_gate(session: Session, drafter: str, what: str) -> bool:
-    """True when the run uses ``drafter``; otherwise explain, offer the switch, and return False."""
+def drafter_gate(session: Session, drafters: str | tuple[str, ...], what: str) -> bool:
+    """True when the run uses one of ``drafters``; otherwise explain, offer a switch to each, and
+    return False."""
+    drafters = (drafters,) if isinstance(drafters, str) else tuple(drafters)
     current = session.generation.settings.drafter
-    if current == drafter:
+    if current in drafters:
         return True
-    st.info(f"This page shows {what}, which only the **{drafter}** drafter has. The sidebar's drafter is "
-            f"**{current}**.")  # fmt: skip
-    st.button(f"Switch the drafter to {drafter}", on_click=_use, args=("drafter", drafter), type="primary",
-              key=f"switch_to_{drafter}")  # fmt: skip
+    which = " or ".join(f"**{d}**" for d in drafters)
+    st.info(f"This page shows {what}, which only the {which} drafter{'s have' if len(drafters) > 1 else ' has'}. "
+            f"The sidebar's drafter is **{current}**.")  # fmt: skip
+    for col, d in zip(st.columns(len(drafters)), drafters, strict=True):
+        col.button(f"Switch the drafter to {d}", on_click=_use, args=("drafter", d), type="primary",
+                   key=f"switch_to_{d}")  # fmt: skip
     return False
 
 

@@ -11,20 +11,28 @@ from specviz.record import RoundRecord
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.text_view import text_html
 
-CANDIDATE_HELP = {
-    "depth": st.column_config.NumberColumn(help="Position in the draft: 1 is the first drafted character."),
-    "q(x)": st.column_config.NumberColumn(help="The drafter's probability of the candidate (1 for a fixed guess)."),
-    "p(x)": st.column_config.NumberColumn(help="The target's probability of the candidate at this position."),
-    "p/q": st.column_config.NumberColumn(help="The ratio the accept rule compares with the uniform draw."),
-    "min(1, p/q)": st.column_config.NumberColumn(help="Probability of accepting the candidate."),
-    "u": st.column_config.NumberColumn(help="The uniform draw: accept when u < min(1, p/q). None at temperature 0."),
-    "result": st.column_config.TextColumn(help="Accepted, or rejected (the round then draws from the residual)."),
-}
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
 def chart(fig, key: str) -> None:
     st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
+
+
+def table(frame, help: dict[str, str] | None = None) -> None:
+    """A dataframe (it shows text as text: no markup) with a tooltip per column header."""
+    config = {name: st.column_config.Column(help=text) for name, text in (help or {}).items()}
+    st.dataframe(frame, hide_index=True, column_config=config)
+
+
+def same_draft(r: RoundRecord, vocab: str) -> None:
+    """When the verifier scored this draft under both rules: the numbers, why they may differ, the chart."""
+    if (both := charts.same_draft(r)) is None or not r.draft_tokens:
+        return
+    st.markdown(f"**The same draft, verified both ways.** Expected kept tokens: **{both['lossless']:.2f}** "
+                f"token-wise, **{both['block']:.2f}** with block verification, which kept τ = **{both['tau']}** "
+                "this time.", help=charts.BLOCK_HELP)  # fmt: skip
+    st.caption(charts.BLOCK_EXPLAIN)
+    chart(charts.block_figure(r, vocab), "block_both")
 
 
 def totals(session: Session) -> None:
@@ -58,7 +66,8 @@ def current_round(r: RoundRecord, session: Session) -> None:
             "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
         )
     else:
-        st.dataframe(charts.candidate_frame(r, vocab), hide_index=True, column_config=CANDIDATE_HELP)
+        table(charts.checks_frame(r, vocab), charts.checks_help(r))
+        same_draft(r, vocab)
         tabs = st.tabs([f"depth {p.depth}: '{md(charts.label(vocab, p.token))}'" for p in r.positions])
         for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
             with tab:

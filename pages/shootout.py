@@ -42,6 +42,11 @@ def show(result) -> None:
         chart(charts.k_sweep(result.rows), "so_sweep")
         chart(charts.position_lines(result.by_position), "so_positions")
     chart(charts.model_vs_measured(at_k), "so_model")
+    if result.rules:
+        st.subheader("Token-wise or block verification, chain drafters")
+        st.dataframe(charts.rules_frame(result.rules), hide_index=True)
+        chart(charts.rules_bars(result.rules, result.k), "so_rules")
+        st.caption(charts.RULES_EXPLAIN)
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
     with st.expander("Every K"):

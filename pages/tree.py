@@ -1,4 +1,4 @@
-"""Trie and tree attention: the N-gram trie drafter round by round."""
+"""Trie and tree attention: the draft tree of any drafter that sends trees, round by round."""
 
 import streamlit as st
 
@@ -7,13 +7,21 @@ from pages.controls import active_session
 from pages.knobs import drafter_gate, knob_row
 from pages.navigator import navigator
 from pages.tree_view import tree_view
+from specviz.drafters import TREE_DRAFTERS
+
+# The on-page sliders of each tree drafter that has some: (sidebar setting -> label, what they rebuild).
+KNOBS = {
+    "trie": ({"trie_n": "n (n-gram length)", "trie_prefix_len": "L_p (prefix length)",
+              "trie_num_draft": "num_draft (tree size)"}, "the trie"),
+    "distilled-tree": ({"distilled_context": "L (context)", "distilled_nodes": "node budget"}, "the draft tree"),
+}  # fmt: skip
 
 page_setup()
 st.title("Trie and tree attention")
-st.caption("The trie drafter builds an n-gram trie from the prompt, matches the context's last L_p characters in it, "
-           "and sends the most frequent continuations as a tree: flattened depth first, one forward pass, with a mask "
-           "so each token sees only its own ancestors.")  # fmt: skip
-if (session := active_session()) is not None and drafter_gate(session, "trie", "the N-gram trie and its tree drafts"):
-    knob_row({"trie_n": "n (n-gram length)", "trie_prefix_len": "L_p (prefix length)",
-              "trie_num_draft": "num_draft (tree size)"}, "the trie")  # fmt: skip
+st.caption("A tree drafter sends several continuations at once, as a tree: flattened depth first into one forward "
+           "pass, with a mask so each token sees only its own ancestors. The target then walks the tree from the "
+           "root, trying a node's children in turn, and keeps one path.")  # fmt: skip
+if (session := active_session()) is not None and drafter_gate(session, TREE_DRAFTERS, "tree drafts and tree attention"):
+    if knobs := KNOBS.get(session.generation.settings.drafter):
+        knob_row(*knobs)
     navigator(session, tree_view)

@@ -1,21 +1,27 @@
-"""What the trie page draws for the round under the cursor: the trie around the matched prefix,
-the pruned draft tree, its depth-first flattening, the tree attention mask, the accepted path and
-the KV cache entries gathered along it. Every figure comes from specviz.charts.tree.
+"""What the tree page draws for the round under the cursor, for any tree drafter: the draft tree
+and its accepted path, the children of one node tried in turn, the depth-first flattening, the
+tree attention mask and the KV cache entries gathered along the path. A drafter with internals
+worth drawing adds its own panel (the trie drafter: the n-gram trie around the matched prefix).
+Every figure and table comes from specviz.charts.
 
-Before the first round the page previews the draft the first round will send: the trie drafter
-is deterministic and keeps no state, so drafting from the prompt here changes nothing.
+Before the first round the trie panel previews the draft the first round will send: the trie
+drafter is deterministic and keeps no state, so drafting from the prompt here changes nothing.
 """
 
 import streamlit as st
 import torch
 
 from pages.knobs import text_tail
-from pages.round_view import chart
-from specviz.charts import candidate_frame, label, label_text
+from pages.round_view import chart, table
+from specviz.charts import candidate_frame, label, label_text, tries
 from specviz.charts import tree as charts
+from specviz.charts.draft_tree import draft_tree_figure
 from specviz.engine import Session
 from specviz.markup import md
 from specviz.record import RoundRecord
+
+SAMPLING = {"with-replacement": "each node's children sampled from q with replacement",
+            "without-replacement": "each node's children sampled from q without replacement"}  # fmt: skip
 
 
 def _first_draft(session: Session) -> dict:
@@ -26,55 +32,99 @@ def _first_draft(session: Session) -> dict:
     return gen.drafter.draft(list(gen.tokens), gen.draft_limit, gen.settings.temperature, torch.Generator()).notes
 
 
+def _end(r: RoundRecord, vocab: str) -> str:
+    if r.correction is not None:
+        return f"correction '{md(label(vocab, r.correction))}'"
+    return f"bonus '{md(label(vocab, r.bonus))}'"
+
+
 def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
-    """(heading, detail) for the round."""
+    """(heading, detail) for any tree drafter's round."""
+    how = SAMPLING.get(r.draft_sampling, "a deterministic tree (q is one-hot on each node)")
+    return (f"Round {r.index}: drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {_end(r, vocab)}",
+            f"The {md(s.drafter)} drafter sent {len(r.draft_tokens)} nodes at most K = {s.k} deep: {how}. "
+            f"Verified with the {md(s.verification)} rule.")  # fmt: skip
+
+
+def _trie_headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
+    """(heading, detail) for the trie drafter's round, from its notes."""
     notes = r.draft_notes
-    end = (
-        f"correction '{md(label(vocab, r.correction))}'"
-        if r.correction is not None
-        else f"bonus '{md(label(vocab, r.bonus))}'"
-    )
     if not notes["matched_prefix"]:
-        return (f"Round {r.index}: no match, no draft; {end}",
+        return (f"Round {r.index}: no match, no draft; {_end(r, vocab)}",
                 f"No suffix of the context (up to L_p = {s.trie_prefix_len} characters) is a chain in the trie, so "
                 "nothing is drafted and the target adds one character, as in plain decoding.")  # fmt: skip
     prefix = md(label_text(vocab, notes["matched_prefix"]))
     if not r.draft_tokens:
-        return (f"Round {r.index}: matched '{prefix}', nothing below it; {end}",
+        return (f"Round {r.index}: matched '{prefix}', nothing below it; {_end(r, vocab)}",
                 "The matched node is a leaf: nothing followed it in the prompt, so nothing is drafted.")  # fmt: skip
-    return (f"Round {r.index}: matched '{prefix}', drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {end}",
+    return (f"Round {r.index}: matched '{prefix}', drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; "
+            f"{_end(r, vocab)}",
             f"The context's last {notes['matched_length']} characters (of L_p = {s.trie_prefix_len}) matched; the "
             f"draft keeps the {len(r.draft_tokens)} most frequent of the {notes['pruned_from']} nodes below the match "
             f"(num_draft = {s.trie_num_draft}, at most K = {s.k} deep).")  # fmt: skip
 
 
+def trie_panel(session: Session) -> None:
+    """The trie drafter's own figure: the n-gram trie around the match, the draft and the path."""
+    gen, r = session.generation, session.current
+    notes = r.draft_notes if r is not None else _first_draft(session)
+    c = st.columns(2)
+    c[0].slider("Levels drawn below the match", 1, 16, 6, key="tree_levels")
+    c[1].slider("Most trie nodes drawn", 20, 400, 80, step=10, key="tree_max_nodes",
+                help="The trie can hold thousands of nodes: the chart draws the most frequent ones below the "
+                "match. Zoom with the mouse; double-click to zoom out.")  # fmt: skip
+    fig = charts.trie_figure(gen.drafter.trie.nodes(), gen.trace.vocab, notes["matched_prefix"], notes["tree"],
+                             r.accepted_path if r is not None else [], st.session_state.tree_levels,
+                             st.session_state.tree_max_nodes)  # fmt: skip
+    chart(fig, "trie")
+
+
+def sibling_tries(r: RoundRecord, vocab: str) -> None:
+    """The children of one node tried in turn, each against what the earlier rejections left."""
+    st.markdown("**Several children of one node, tried in turn**")
+    nodes = tries.multi_try_nodes(r)
+    if not nodes:
+        st.caption("No node had more than one child tried this round: at every node the first child tried was "
+                   "accepted, or it was the only child.")  # fmt: skip
+        return
+    node = st.selectbox("Node", nodes, format_func=lambda n: tries.node_name(r, vocab, n), key=f"tries_{r.index}",
+                        help="A node whose children were tried one after another (the root is the last context "
+                        "character).")  # fmt: skip
+    st.caption(md(tries.tries_sentence(r, vocab, node, r.draft_sampling)))
+    table(tries.tries_frame(r, vocab, node), tries.HELP)
+
+
 def tree_view(session: Session) -> None:
     gen, r = session.generation, session.current
-    s, vocab, trace = gen.settings, gen.trace.vocab, gen.trace
-    notes = r.draft_notes if r is not None else _first_draft(session)
+    s, trace = gen.settings, gen.trace
+    vocab = trace.vocab
+    has_trie = hasattr(gen.drafter, "trie")  # the trie drafter: its n-gram trie is worth a panel of its own
     if r is None:
-        st.info("Round 0: the trie is built from the prompt. Highlighted: the prefix the first round will match and "
-                "the draft tree it will send. Press **Next** to send it to the target.")  # fmt: skip
+        st.info("Round 0: only the prompt so far. " + ("Highlighted in the trie: the prefix the first round will "
+                "match and the draft tree it will send. " if has_trie else "") + "Press **Next** to send the first "
+                "draft to the target.")  # fmt: skip
     else:
-        heading, detail = _headline(r, vocab, s)
+        heading, detail = (_trie_headline if has_trie else _headline)(r, vocab, s)
         st.subheader(heading)
         st.caption(detail)
+    drafted = r is not None and bool(r.draft_tokens)
+    root = trace.root(r) if r is not None else None
     left, right = st.columns([2, 3], gap="large")
     with left:
         text_tail(trace, session.cursor)
-        c = st.columns(2)
-        c[0].slider("Levels drawn below the match", 1, 16, 6, key="tree_levels")
-        c[1].slider("Most trie nodes drawn", 20, 400, 80, step=10, key="tree_max_nodes",
-                    help="The trie can hold thousands of nodes: the chart draws the most frequent ones below the "
-                    "match. Zoom with the mouse; double-click to zoom out.")  # fmt: skip
     with right:
-        fig = charts.trie_figure(gen.drafter.trie.nodes(), vocab, notes["matched_prefix"], notes["tree"],
-                                 r.accepted_path if r is not None else [], st.session_state.tree_levels,
-                                 st.session_state.tree_max_nodes)  # fmt: skip
-        chart(fig, "trie")
-    if r is None or not r.draft_tokens:
+        if has_trie:
+            trie_panel(session)
+        elif drafted:
+            chart(draft_tree_figure(r, vocab, root), "draft_tree")
+    if not drafted:
         return
-    root = trace.root(r)
+    c = st.columns([3, 2], gap="large")
+    if has_trie:
+        with c[0]:
+            chart(draft_tree_figure(r, vocab, root), "draft_tree")
+    with c[1] if has_trie else st.container():
+        sibling_tries(r, vocab)
     chart(charts.flattening_figure(r, vocab, root), "flattening")
     chart(charts.kv_gather_figure(r, vocab, root), "kv_gather")
     c = st.columns([3, 2], gap="large")

@@ -7,6 +7,13 @@ in a repeat is the baseline's time over its time *in that repeat*; the row repor
 over repeats. Greedy (temperature 0) outputs must equal the baseline's token for token; each
 row says whether they did.
 
+A row's ``verification`` names the rule that verified it. Besides the lossless rows, with
+``block=True`` every chain drafter also runs with block verification (Sun et al. 2024) at the
+sampled temperatures (at temperature 0 block verification keeps the matched prefix: the same
+tokens as token-wise). A block-verified run records, for each of its drafts, the expected accepted
+tokens under both rules, so its row also says what each rule makes of the same drafts:
+``tau_same_lossless`` and ``tau_same_block`` = 1 + the mean over rounds of those expectations.
+
 Two suites, told apart by the row's ``suite``:
 
     main             every drafter, the whole prompt set, ``max_new_tokens`` each; past the
@@ -34,7 +41,7 @@ import torch
 
 from models.checkpoint import Checkpoint
 from specviz.adaptive import AUTO_K_MAX
-from specviz.drafters import DRAFTERS
+from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.presets import PRESETS, Preset
 
@@ -55,6 +62,7 @@ class BenchRow:
     temperature: float
     k: int  # the draft depth K; with k_auto, the largest K adaptive K may choose
     k_auto: bool  # adaptive K (--k auto): each drafter's default configuration
+    verification: str  # the verification rule (specviz.verifiers): "lossless" or "block"
     prompts: int  # prompts in the set
     new_tokens: int  # new tokens asked per prompt
     repeats: int
@@ -72,6 +80,8 @@ class BenchRow:
     draft_cost: float | None  # time per drafted token / time per baseline forward pass (c)
     verify_cost: float | None  # time per verification pass / time per baseline forward pass
     same_as_baseline: bool | None  # temperature 0: the same tokens as the baseline; else None
+    tau_same_lossless: float | None  # block rows: 1 + mean expected accepted per round, token-wise, same drafts
+    tau_same_block: float | None  # block rows: the same under block verification (its expectation, not its draws)
     threads: int  # torch.get_num_threads() during the run
     load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
     version: str  # "specviz (torch 2.13.0+cpu)" or "transformers 5.23.0 (torch ...)"
@@ -82,7 +92,9 @@ def rows_to_jsonl(rows: list[dict]) -> str:
     return "".join(json.dumps(r) + "\n" for r in rows)
 
 
-OPTIONAL = {"k_auto": False, "load_average": None}  # fields added later: older files lack them
+# fields added later: older files lack them
+OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
+            "tau_same_block": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -137,24 +149,36 @@ class _Run:
     draft_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0
+    expected: dict | None = None  # rule -> expected accepted tokens summed over the rounds (block runs)
 
 
-def bench_settings(drafter: str, temperature: float, k: int, n: int, seed: int, auto: bool = False) -> Settings:
-    """How the benchmark runs a drafter: the given K (or adaptive K up to it), temperature, length
-    and seed, every knob at its default."""
-    return Settings(drafter=drafter, k=k, k_auto=auto, temperature=temperature, max_new_tokens=n, seed=seed)
+def bench_settings(drafter: str, temperature: float, k: int, n: int, seed: int, auto: bool = False,
+                   verification: str = "lossless") -> Settings:  # fmt: skip
+    """How the benchmark runs a drafter: the given K (or adaptive K up to it), temperature, length,
+    seed and verification rule, every knob at its default."""
+    return Settings(drafter=drafter, k=k, k_auto=auto, temperature=temperature, max_new_tokens=n, seed=seed,
+                    verification=verification)  # fmt: skip
+
+
+def expected_totals(rounds) -> dict | None:
+    """Rule -> expected accepted tokens summed over the rounds, when the verifier recorded them
+    (block verification does, for its own drafts, under both rules); None otherwise."""
+    notes = [r.verify_notes["expected_accepted"] for r in rounds if "expected_accepted" in r.verify_notes]
+    if not notes:
+        return None
+    return {rule: sum(n[rule] for n in notes) for rule in notes[0]}
 
 
 def _specviz_run(target, tiny, prompt, config, temperature, n, seed) -> _Run:
-    drafter, k, auto = config
-    settings = bench_settings(drafter, temperature, k, n, seed, auto)
+    drafter, k, auto, verification = config
+    settings = bench_settings(drafter, temperature, k, n, seed, auto, verification)
     t0 = time.perf_counter()
     trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None).run()
     seconds = time.perf_counter() - t0
     s = trace.summary()
     return _Run(trace.tokens, seconds, s["target_forwards"], s["drafted"], s["tried"], s["accepted"],
                 sum(r.draft_s for r in trace.rounds), sum(r.verify_s for r in trace.rounds),
-                sum(r.accept_s for r in trace.rounds))  # fmt: skip
+                sum(r.accept_s for r in trace.rounds), expected_totals(trace.rounds))  # fmt: skip
 
 
 def _hf_run(hf, prompt, drafter, k, n, calls) -> _Run:
@@ -181,7 +205,7 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
     """One row per (config, temperature) of ``impl``. runs[(impl, (drafter, k, auto), T)] is a list
     over repeats of lists over prompts of _Run; ``baseline`` is the (impl, config) speedups divide."""
     rows, load = [], round(os.getloadavg()[1], 2)
-    for (i, (drafter, k, auto), T), reps in runs.items():
+    for (i, (drafter, k, auto, verification), T), reps in runs.items():
         if i != impl:
             continue
         base = runs[(*baseline, T)]
@@ -200,12 +224,17 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
             timing["draft_cost"] = timing["draft_s"] / drafted / base_forward if drafted else 0.0
             timing["verify_cost"] = timing["verify_s"] / forwards / base_forward
         same = all(r.tokens == b.tokens for r, b in zip(first, base_first, strict=True)) if T == 0 else None
+        tau_same = {"lossless": None, "block": None}
+        if all(r.expected is not None for r in first):
+            tau_same = {rule: 1 + sum(r.expected[rule] for r in first) / forwards for rule in tau_same}
         row = BenchRow(
-            impl=impl, suite=suite, drafter=drafter, temperature=T, k=k, k_auto=auto, **common, tokens=tokens,
+            impl=impl, suite=suite, drafter=drafter, temperature=T, k=k, k_auto=auto, verification=verification,
+            **common, tokens=tokens,
             target_forwards=forwards, tokens_per_forward=tpf, acceptance_rate=accepted / tried if tried else None,
             seconds=statistics.median(secs), tokens_per_s=statistics.median(tokens / s for s in secs),
             speedup=speedup, fraction_of_ideal=speedup / tpf if impl == "specviz" else None, **timing,
-            same_as_baseline=same, threads=torch.get_num_threads(), load_average=load, version=version,
+            same_as_baseline=same, tau_same_lossless=tau_same["lossless"], tau_same_block=tau_same["block"],
+            threads=torch.get_num_threads(), load_average=load, version=version,
         )  # fmt: skip
         rows.append(asdict(row))
     return rows
@@ -214,16 +243,24 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
 def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset] | None = None,
               drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
               repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
-              auto: bool = False) -> list[dict]:  # fmt: skip
+              auto: bool = False, block: bool = False) -> list[dict]:  # fmt: skip
     """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
     ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
-    AUTO_K_MAX), then, with ``transformers=True`` (needs the package), the vs-transformers suite.
+    AUTO_K_MAX), with ``block=True`` one more per chain drafter verified with block verification at
+    each temperature above 0, then, with ``transformers=True`` (needs the package), the
+    vs-transformers suite.
 
     ``tiny`` is the neural drafter's checkpoint (None: leave "neural" out of ``drafters``).
     ``progress(done, total)`` is called after every generation."""
     prompts = list(PRESETS if prompts is None else prompts)
     drafters = list(dict.fromkeys([BASELINE, *drafters]))  # the baseline always runs, first
-    configs = [(d, k, False) for d in drafters] + [(d, AUTO_K_MAX, True) for d in drafters[1:] if auto]
+    configs = [(d, k, False, "lossless") for d in drafters]
+    configs += [(d, AUTO_K_MAX, True, "lossless") for d in drafters[1:] if auto]
+    configs += [(d, k, False, "block") for d in drafters[1:] if block and d not in TREE_DRAFTERS]
+
+    def runs_at(T: float) -> list[tuple]:  # block verification at temperature 0 is token-wise's greedy match
+        return [c for c in configs if T > 0 or c[3] != "block"]
+
     Settings(k=k, max_new_tokens=max_new_tokens).check()
     if not prompts or repeats < 1 or not temperatures:
         raise ValueError("the benchmark needs at least one prompt, one temperature and one repeat")
@@ -235,7 +272,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     n_hf = min(max_new_tokens, HF_MAX_NEW_TOKENS, B // 2)
     # transformers' prompt lookup may verify up to k positions past the last one it keeps
     hf_ids = [p[-(B - n_hf - k) :] for p in ids]
-    total = repeats * (len(temperatures) * len(prompts) * len(configs) + (4 * len(prompts) if hf else 0))
+    total = repeats * (sum(len(runs_at(T)) for T in temperatures) * len(prompts) + (4 * len(prompts) if hf else 0))
     done = 0
 
     def tick():
@@ -247,28 +284,29 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     main, versus = {}, {}
     for _ in range(repeats):
         for T in temperatures:
-            per_config = {c: [] for c in configs}
+            per_config = {c: [] for c in runs_at(T)}
             for j, prompt in enumerate(ids):
-                for c in configs:
+                for c in per_config:
                     per_config[c].append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
                     tick()
-            for c in configs:
+            for c in per_config:
                 main.setdefault(("specviz", c, T), []).append(per_config[c])
         if hf:
             model, calls = hf
             per = {(i, d): [] for i in ("specviz", "transformers") for d in HF_DRAFTERS}
             for prompt in hf_ids:
                 for d in HF_DRAFTERS:
-                    per[("specviz", d)].append(_specviz_run(target, None, prompt, (d, k, False), 0.0, n_hf, seed))
+                    config = (d, k, False, "lossless")
+                    per[("specviz", d)].append(_specviz_run(target, None, prompt, config, 0.0, n_hf, seed))
                     tick()
                     per[("transformers", d)].append(_hf_run(model, prompt, d, k, n_hf, calls))
                     tick()
             for (i, d), runs in per.items():
-                versus.setdefault((i, (d, k, False), 0.0), []).append(runs)
+                versus.setdefault((i, (d, k, False, "lossless"), 0.0), []).append(runs)
 
     ours = f"specviz (torch {torch.__version__})"
     common = {"prompts": len(prompts), "repeats": repeats}
-    base = (BASELINE, k, False)
+    base = (BASELINE, k, False, "lossless")
     rows = _rows(main, "specviz", "main", ("specviz", base), ours, new_tokens=max_new_tokens, **common)
     if hf:
         import transformers as tf
@@ -309,7 +347,8 @@ tok/fwd: tokens per target forward pass, the speedup if drafting and verifying K
 nothing. speedup: over the KV-cached baseline (drafter none) in the same run, median of interleaved
 repeats. of ideal: speedup / tok/fwd. draft c: time to draft one token, verify v: time of one
 verification pass, both relative to one baseline forward pass. same: greedy output identical to the
-baseline's."""
+baseline's. verify: the verification rule. τ tok, τ block: block rows only, on the run's own
+drafts, 1 + the mean expected accepted tokens per round under token-wise and block verification."""
 
 NOTES = (
     NOTES_NO_HF
@@ -323,6 +362,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("suite", "suite", "{}"),
     ("impl", "impl", "{}"),
     ("drafter", "drafter", "{}"),
+    ("verify", "verification", "{}"),
     ("K", "k", "{}"),
     ("T", "temperature", "{:g}"),
     ("tok/fwd", "tokens_per_forward", "{:.2f}"),
@@ -333,22 +373,25 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("draft c", "draft_cost", "{:.3f}"),
     ("verify v", "verify_cost", "{:.2f}"),
     ("same", "same_as_baseline", "{}"),
+    ("τ tok", "tau_same_lossless", "{:.2f}"),
+    ("τ block", "tau_same_block", "{:.2f}"),
 )
+LEFT = 4  # the first columns (names) are left-aligned, the numbers right-aligned
 
 
 def format_table(rows: list[dict], markdown: bool = False) -> str:
     """The rows as an aligned text table (or a Markdown one). Missing values print as '-'."""
     cells = [[h for h, _, _ in COLUMNS]]
     for r in rows:
-        r = r | {"k": f"auto≤{r['k']}" if r.get("k_auto") else r["k"]}
+        r = OPTIONAL | r | {"k": f"auto≤{r['k']}" if r.get("k_auto") else r["k"]}
         cells.append(["-" if r[key] is None else fmt.format(r[key]) for _, key, fmt in COLUMNS])
     if markdown:
         lines = ["| " + " | ".join(row) + " |" for row in cells]
-        lines.insert(1, "|" + "|".join("---" if i < 3 else "---:" for i in range(len(COLUMNS))) + "|")
+        lines.insert(1, "|" + "|".join("---" if i < LEFT else "---:" for i in range(len(COLUMNS))) + "|")
         return "\n".join(lines) + "\n"
     widths = [max(len(row[i]) for row in cells) for i in range(len(COLUMNS))]
     lines = []
     for row in cells:
-        padded = [c.rjust(w) if i >= 3 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
+        padded = [c.rjust(w) if i >= LEFT else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
         lines.append("  ".join(padded).rstrip() + "\n")
     return "".join(lines)

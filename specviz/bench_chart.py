@@ -1,6 +1,6 @@
 """A static PNG of benchmark rows, for the README: per drafter, the measured speedup over the
 baseline next to its tokens per target forward pass (the speedup it would have if drafting and
-verifying were free), at each temperature; and, when the rows have them, tokens per second
+verifying were free), at each temperature, a bar per drafter and verification rule; and, when the rows have them, tokens per second
 against transformers on the same weights. Needs matplotlib (a development dependency)."""
 
 from pathlib import Path
@@ -13,6 +13,12 @@ def plain(text) -> str:
     return str(text).replace("$", r"\$")
 
 
+def name(row: dict) -> str:
+    """A row's bar label: the drafter, and the verification rule when it is not the lossless one."""
+    rule = row.get("verification", "lossless")
+    return row["drafter"] if rule == "lossless" else f"{row['drafter']}\n({rule})"
+
+
 def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     import matplotlib
 
@@ -23,7 +29,7 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     versus = [r for r in rows if r["suite"] == "vs-transformers"]
     if not main:
         raise ValueError("no rows of the main suite to chart")
-    drafters = list(dict.fromkeys(r["drafter"] for r in main))
+    drafters = list(dict.fromkeys(name(r) for r in main))
     temps = sorted({r["temperature"] for r in main})
     fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(13 if versus else 8, 4.8), squeeze=False,
                              gridspec_kw={"width_ratios": [2.2, 1]} if versus else None)  # fmt: skip
@@ -31,7 +37,7 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     width = 0.8 / len(temps)
     colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
     for j, T in enumerate(temps):
-        by = {r["drafter"]: r for r in main if r["temperature"] == T}
+        by = {name(r): r for r in main if r["temperature"] == T}
         xs = [i - 0.4 + width * (j + 0.5) for i in range(len(drafters))]
         ideal = [by[d]["tokens_per_forward"] if d in by else 0 for d in drafters]
         speed = [by[d]["speedup"] if d in by else 0 for d in drafters]

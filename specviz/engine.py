@@ -195,6 +195,7 @@ class Generation:
             drafter_update=update,
             k_choice=choice,
             verify_notes=verdict.notes,
+            draft_sampling=draft.sampling,
             draft_s=t1 - t0,
             verify_s=t2 - t1,
         )

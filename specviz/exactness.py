@@ -44,6 +44,7 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.engine import Generation, Settings
 from specviz.sampling import probs_from_logits
+from specviz.verifiers import VERIFIERS
 
 MAX_BINS = 20  # PIT histogram bins per position
 MIN_EXPECTED = 5.0  # the usual floor on a chi-square cell's expected count
@@ -87,6 +88,19 @@ class ExactnessResult:
     def draft_depths(self) -> int:
         """Draft positions exercised: 1 .. this (the first round drafts K; n = K + 1)."""
         return min(self.k, self.new_tokens - 1)
+
+
+def rule_sentence(name: str) -> str:
+    """Which verification rule was tested, and what to expect of it."""
+    v = VERIFIERS[name]
+    if v.lossless:
+        return (
+            f"Verification rule tested: {name}, a lossless rule, so it is expected to pass. How it works: {v.summary}."
+        )
+    return (
+        f"Verification rule tested: {name}, a LOSSY rule kept to show it failing: expected to fail once N is "
+        f"large enough. How it works: {v.summary}."
+    )
 
 
 def verdict(res: ExactnessResult, alpha: float) -> tuple[str, str]:

@@ -74,6 +74,7 @@ class RoundRecord:
     drafter_update: dict  # what the drafter changed after the round (NASD storage growth)
     k_choice: Choice | None = None  # adaptive K only: the K drafted and why
     verify_notes: dict = field(default_factory=dict)  # the verifier's own record (block: weights, stops, tau)
+    draft_sampling: str | None = None  # Draft.sampling: how a sampled tree's siblings were drawn (None: not sampled)
     draft_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0

@@ -7,13 +7,18 @@ show: each drafter's acceptance by position and its tokens per round against the
     model       speedup ~ E[tokens per round] / (K c + v), with E = (1 - a^(K+1)) / (1 - a)
                 from the measured acceptance rate a, c the cost of drafting one token and v
                 the cost of one verification pass, both relative to one baseline forward pass
+    rules       per chain drafter, tau (tokens per target forward) with token-wise and with block
+                verification, each measured on its own run, and both rules' expectations on the
+                same drafts (the block run's: 1 + mean over rounds of the expected accepted tokens
+                its verifier recorded for each draft). Measured runs differ in their drafts and
+                draws; the same-draft figures compare the rules alone.
 """
 
 from dataclasses import dataclass
 
 from models.checkpoint import Checkpoint
-from specviz.bench import bench_settings, run_bench
-from specviz.drafters import DRAFTERS
+from specviz.bench import bench_settings, expected_totals, run_bench
+from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.presets import Preset
 from specviz.stats import acceptance_by_position, expected_tokens_per_round
@@ -26,6 +31,20 @@ class Shootout:
     rows: list[dict]  # bench rows (specviz.bench.BenchRow fields), one per (drafter, K)
     by_position: dict[str, list[dict]]  # drafter -> acceptance by draft position, at the chosen K
     k: int  # the chosen K (the sidebar's)
+    rules: list[dict]  # per chain drafter at K: tau token-wise and block, measured and on the same drafts
+
+
+def tau(trace) -> float:
+    """Tokens per target forward pass of a traced run."""
+    return len(trace.tokens) / len(trace.rounds)
+
+
+def rules_row(drafter: str, lossless, block) -> dict:
+    """tau of a token-wise and of a block-verified trace of ``drafter``, and both rules on the block run's drafts."""
+    same = expected_totals(block.rounds)
+    n = len(block.rounds)
+    return {"drafter": drafter, "tau_lossless": tau(lossless), "tau_block": tau(block),
+            "tau_same_lossless": 1 + same["lossless"] / n, "tau_same_block": 1 + same["block"] / n}  # fmt: skip
 
 
 def modelled_speedup(row: dict) -> float | None:
@@ -42,18 +61,24 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     ks = sorted({*ks, settings.k})
     preset = Preset("shoot-out prompt", "free", prompt, "")
     per_k = len(DRAFTERS) * repeats
-    total = per_k * len(ks) + len(DRAFTERS) - 1  # the sweep, then one traced run per drafter but the baseline
+    chains = [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
+    # the sweep, then one traced run per drafter but the baseline, then one block-verified run per chain drafter
+    total = per_k * len(ks) + len(DRAFTERS) - 1 + len(chains)
     rows = []
     for i, k in enumerate(ks):
         tick = (lambda done, _, base=i * per_k: progress(base + done, total)) if progress else None
         rows += run_bench(target, tiny, [preset], DRAFTERS, [settings.temperature], k, settings.max_new_tokens,
                           repeats, settings.seed, tick)  # fmt: skip
     ids = target.tokenizer.encode(prompt)
-    by_position = {}
-    for j, d in enumerate(DRAFTERS[1:], 1):  # the baseline drafts nothing
-        same = bench_settings(d, settings.temperature, settings.k, settings.max_new_tokens, settings.seed)
-        trace = Generation(target, ids, same, tiny.model).run()
-        by_position[d] = acceptance_by_position(trace.rounds)
+    by_position, traces, done = {}, {}, per_k * len(ks)
+    runs = [(d, "lossless") for d in DRAFTERS[1:]] + [(d, "block") for d in chains]  # the baseline drafts nothing
+    for d, rule in runs:
+        same = bench_settings(d, settings.temperature, settings.k, settings.max_new_tokens, settings.seed,
+                              verification=rule)  # fmt: skip
+        traces[d, rule] = Generation(target, ids, same, tiny.model).run()
+        done += 1
         if progress:
-            progress(per_k * len(ks) + j, total)
-    return Shootout(rows, by_position, settings.k)
+            progress(done, total)
+    by_position = {d: acceptance_by_position(traces[d, "lossless"].rounds) for d in DRAFTERS[1:]}
+    rules = [rules_row(d, traces[d, "lossless"], traces[d, "block"]) for d in chains]
+    return Shootout(rows, by_position, settings.k, rules)

@@ -14,11 +14,12 @@ from specviz.adaptive import AUTO_K_MAX
 from specviz.bench import BenchRow, format_table, rows_from_jsonl, rows_to_jsonl, run_bench
 from specviz.bench_chart import bench_chart
 from specviz.cli import main
-from specviz.drafters import DRAFTERS
+from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick
+CHAINS = [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]  # the drafters block verification takes
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,10 @@ def test_rows_round_trip_through_json_lines(bench):
     text = rows_to_jsonl(rows)
     assert text.count("\n") == len(rows) and rows_from_jsonl(text) == rows
     assert rows_from_jsonl("\n" + text + "\n\n") == rows  # blank lines are ignored
+    # a file from before the verification field: its rows were verified token-wise
+    old = [{k: v for k, v in r.items() if k not in ("verification", "tau_same_lossless", "tau_same_block")}
+           for r in rows]  # fmt: skip
+    assert rows_from_jsonl(rows_to_jsonl(old)) == rows and "lossless" in format_table(old)
     with pytest.raises(ValueError, match="line 2 is not JSON"):
         rows_from_jsonl(text.splitlines()[0] + "\n{oops\n")
     with pytest.raises(ValueError, match="line 1 is not a benchmark row: missing .*speedup"):
@@ -74,7 +79,8 @@ def test_table_and_chart(bench, tmp_path):
     rows, _ = bench
     table = format_table(rows).splitlines()
     assert len(table) == len(rows) + 1 and table[0].split()[:3] == ["suite", "impl", "drafter"]
-    assert "1.00x" in table[1] and table[1].split()[6] == "-"  # the baseline: speedup 1, no acceptance
+    assert table[0].split()[3] == "verify" and table[1].split()[3] == "lossless"
+    assert "1.00x" in table[1] and table[1].split()[7] == "-"  # the baseline: speedup 1, no acceptance
     md = format_table(rows, markdown=True).splitlines()
     assert md[0].startswith("| suite |") and set(md[1]) <= set("|-:") and len(md) == len(rows) + 2
     png = bench_chart(rows, tmp_path / "bench.png")
@@ -104,8 +110,14 @@ def test_cli_bench_quick_json_smoke():
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = rows_from_jsonl(proc.stdout)
     main_rows = [r for r in rows if r["suite"] == "main"]
-    fixed, auto = [r for r in main_rows if not r["k_auto"]], [r for r in main_rows if r["k_auto"]]
+    fixed = [r for r in main_rows if not r["k_auto"] and r["verification"] == "lossless"]
+    auto = [r for r in main_rows if r["k_auto"]]
     assert len(fixed) == 2 * len(DRAFTERS) and all(r["k"] == 4 for r in fixed)
+    # every chain drafter once more with block verification, at K = 4, sampled only (greedy is the same match)
+    block = [r for r in main_rows if r["verification"] == "block"]
+    assert [(r["drafter"], r["temperature"], r["k"]) for r in block] == [(d, 0.8, 4) for d in CHAINS]
+    assert all(1 <= r["tau_same_lossless"] <= 5 and 1 <= r["tau_same_block"] <= 5 for r in block)
+    assert all(r["tau_same_block"] is None for r in fixed + auto)
     # every drafter but the baseline once more in its default configuration: adaptive K
     assert sorted((r["drafter"], r["temperature"]) for r in auto) == sorted(
         (d, T) for d in DRAFTERS[1:] for T in (0.0, 0.8)
@@ -124,7 +136,9 @@ def test_cli_bench_table_and_out(capsys, tmp_path):
     text = capsys.readouterr().out
     assert text.startswith("suite") and "prompt-lookup" in text and f"wrote {out}" in text
     rows = rows_from_jsonl(out.read_text())
-    assert len(rows) == 2 * len(DRAFTERS) and all(r["impl"] == "specviz" and r["new_tokens"] == 4 for r in rows)
+    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS)
+    assert all(r["impl"] == "specviz" and r["new_tokens"] == 4 for r in rows)
+    assert any(line.split()[2:4] == ["trigram", "block"] for line in text.splitlines())
     png = tmp_path / "chart.png"
     assert main(["bench-chart", str(out), str(png)]) == 0 and png.stat().st_size > 0
 

@@ -9,9 +9,9 @@ from streamlit.testing.v1 import AppTest
 
 from models.checkpoint import load_checkpoint
 from specviz.charts import shootout as charts
-from specviz.drafters import DRAFTERS
-from specviz.engine import Settings
-from specviz.shootout import modelled_speedup, run_shootout
+from specviz.drafters import DRAFTERS, TREE_DRAFTERS
+from specviz.engine import Generation, Settings
+from specviz.shootout import modelled_speedup, rules_row, run_shootout
 from specviz.stats import expected_tokens_per_round
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
@@ -37,6 +37,11 @@ def test_a_row_per_drafter_and_k(result):
         if r["drafter"] == "none":
             assert r["tokens_per_forward"] == 1.0 and r["speedup"] == 1.0
     assert set(out.by_position) == set(DRAFTERS[1:])
+    # tau with each rule, per chain drafter; greedy, so the same drafts give the same tokens under both
+    assert [r["drafter"] for r in out.rules] == [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
+    for r in out.rules:
+        assert 1 <= r["tau_lossless"] <= 4 and r["tau_block"] == pytest.approx(r["tau_lossless"])
+        assert r["tau_same_block"] == pytest.approx(r["tau_same_lossless"])  # at T = 0 both rules keep the match
 
 
 def test_figures_hold_the_rows(result):
@@ -53,6 +58,24 @@ def test_figures_hold_the_rows(result):
     model = charts.model_vs_measured(at_k)
     assert all(y == pytest.approx(modelled_speedup(r)) for y, r in zip(model.data[1].y, drafted, strict=True))
     assert len(charts.results_frame(out.rows)) == len(out.rows)
+    rules = charts.rules_frame(out.rules)
+    assert list(rules["τ block (same drafts)"]) == [r["tau_same_block"] for r in out.rules]
+    bars = charts.rules_bars(out.rules, 3)
+    assert [t.name for t in bars.data] == ["τ token-wise (measured)", "τ token-wise (same drafts)",
+                                           "τ block (measured)", "τ block (same drafts)"]  # fmt: skip
+    assert list(bars.data[3].y) == [r["tau_same_block"] for r in out.rules]
+
+
+def test_rules_row_on_sampled_drafts(target):
+    """tau of each run, and both rules' expectations read off the block run's own rounds."""
+    ids = target.tokenizer.encode("ROMEO:\n")
+    run = {rule: Generation(target, ids, Settings(k=4, temperature=1.0, max_new_tokens=60, verification=rule)).run()
+           for rule in ("lossless", "block")}  # fmt: skip
+    row = rules_row("trigram", run["lossless"], run["block"])
+    assert row["tau_lossless"] == len(run["lossless"].tokens) / len(run["lossless"].rounds)
+    notes = [r.verify_notes["expected_accepted"] for r in run["block"].rounds]
+    assert row["tau_same_block"] == pytest.approx(1 + sum(n["block"] for n in notes) / len(notes))
+    assert row["tau_same_lossless"] == pytest.approx(1 + sum(n["lossless"] for n in notes) / len(notes))
 
 
 def test_page_runs_the_shootout_and_keeps_it():
@@ -67,7 +90,10 @@ def test_page_runs_the_shootout_and_keeps_it():
     assert list(table["drafter"]) == list(DRAFTERS) and set(table["K"]) == {2}
     n_charts = len(at.get("plotly_chart"))
     at.run()  # a rerun shows the kept result without measuring again
-    assert len(at.get("plotly_chart")) == n_charts == 5
+    assert len(at.get("plotly_chart")) == n_charts == 6
+    rules = at.dataframe[1].value  # both tau per chain drafter
+    assert "τ token-wise (measured)" in rules.columns and "τ block (same drafts)" in rules.columns
+    assert list(rules["drafter"]) == [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
     at.sidebar.text_area(key="ctl_prompt").set_value("<x>").run()  # bad input: a message, the result stays
     assert "'<'" in shown(at.error[0].value) and at.button(key="shootout_run").disabled
     assert len(at.get("plotly_chart")) == n_charts and at.query_params["max_new_tokens"] in ("12", ["12"])

@@ -154,7 +154,9 @@ def specs(at) -> list[dict]:
 
 def test_page_switches_drafter_steps_and_rebuilds():
     at = open_page("pages/tree.py", {"preset": "Quote a passage"})
-    assert any("only the **trie** drafter" in i.value for i in at.info)  # the sidebar's default is the trigram
+    # the sidebar's default is the trigram; every tree drafter is offered
+    assert any("only the **trie** or **distilled-tree** drafters" in i.value for i in at.info)
+    assert at.button(key="switch_to_distilled-tree")
     assert not at.get("plotly_chart")
     at.button(key="switch_to_trie").click().run()
     assert not at.exception and at.sidebar.selectbox(key="ctl_drafter").value == "trie"
@@ -194,7 +196,7 @@ def test_tree_page_in_a_browser(app_url, page, tmp_path):
     page.get_by_role("heading", name="Round 0:").wait_for(timeout=600_000)
     wait_idle(page)
     plots = page.locator(".js-plotly-plot")
-    assert plots.count() == 4 and plots.first.is_visible()
+    assert plots.count() == 5 and plots.first.is_visible()  # trie, draft tree, flattening, cache, mask
     assert page.locator(".js-plotly-plot .heatmaplayer").count() == 1
     page.screenshot(path=tmp_path / "tree.png")
     for i in range(plots.count()):  # the page scrolls inside Streamlit's container: one shot per chart

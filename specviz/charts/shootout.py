@@ -1,5 +1,6 @@
 """The shoot-out's figures, from specviz.bench rows (the JSON-lines format `python -m specviz
-bench --json` prints) and the acceptance-by-position rows of specviz.shootout."""
+bench --json` prints), the acceptance-by-position rows of specviz.shootout, and its rows of tau
+under token-wise and block verification."""
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -9,7 +10,7 @@ from specviz.markup import plotly_text
 from specviz.shootout import modelled_speedup
 from specviz.stats import expected_tokens_per_round
 
-COLUMNS = {"drafter": "drafter", "temperature": "T", "k": "K", "tokens_per_forward": "tokens / forward",
+COLUMNS = {"drafter": "drafter", "verification": "verification", "temperature": "T", "k": "K", "tokens_per_forward": "tokens / forward",
            "acceptance_rate": "acceptance α", "tokens_per_s": "tokens / s", "seconds": "wall s",
            "speedup": "speedup", "fraction_of_ideal": "of ideal", "draft_cost": "draft cost c",
            "same_as_baseline": "greedy = baseline"}  # fmt: skip
@@ -21,13 +22,47 @@ def _layout(title: str, x: str, y: str, **kw) -> dict:
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
 
 
+RULE_COLUMNS = {"drafter": "drafter", "tau_lossless": "τ token-wise (measured)", "tau_block": "τ block (measured)",
+                "tau_same_lossless": "τ token-wise (same drafts)", "tau_same_block": "τ block (same drafts)"}  # fmt: skip
+RULES_EXPLAIN = (
+    "τ = tokens per target forward pass. Measured: one run with each rule; the runs draft different text, so "
+    "they differ by chance too. Same drafts: the block-verified run's own drafts, each scored under both rules "
+    "(1 + the mean expected accepted tokens per round): block verification is never below token-wise on average, "
+    "though for one draft it can be."
+)
+
+
+def name(row: dict) -> str:
+    """A row's label: the drafter, and the verification rule when it is not the lossless one."""
+    rule = row.get("verification", "lossless")
+    return plotly_text(row["drafter"] if rule == "lossless" else f"{row['drafter']} ({rule})")
+
+
 def results_frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([{COLUMNS[c]: r.get(c) for c in COLUMNS} for r in rows], columns=list(COLUMNS.values()))
+    return pd.DataFrame([{COLUMNS[c]: r.get(c, "lossless" if c == "verification" else None) for c in COLUMNS}
+                         for r in rows], columns=list(COLUMNS.values()))  # fmt: skip
+
+
+def rules_frame(rules: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [{RULE_COLUMNS[c]: r[c] for c in RULE_COLUMNS} for r in rules], columns=list(RULE_COLUMNS.values())
+    )
+
+
+def rules_bars(rules: list[dict], k: int) -> go.Figure:
+    """Per chain drafter: tau token-wise and block, measured and on the same drafts."""
+    names = [plotly_text(r["drafter"]) for r in rules]
+    colours = {"tau_lossless": "#fcd34d", "tau_same_lossless": "#f59e0b", "tau_block": "#93c5fd",
+               "tau_same_block": "#1d4ed8"}  # fmt: skip
+    data = [bar(names, [r[c] for r in rules], RULE_COLUMNS[c], marker={"color": colours[c]},
+                hovertemplate="%{x}: %{y:.2f}") for c in colours]  # fmt: skip
+    return figure(data, _layout(f"τ with token-wise and block verification, K={k}", "drafter",
+                                "tokens per target forward", barmode="group"))  # fmt: skip
 
 
 def speedup_bars(rows: list[dict], title: str) -> go.Figure:
     """Speedup (measured) next to tokens per forward pass (the ideal speedup) per drafter."""
-    names = [plotly_text(r["drafter"]) for r in rows]
+    names = [name(r) for r in rows]
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#93c5fd"}),
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#1d4ed8"},
@@ -40,9 +75,9 @@ def speedup_bars(rows: list[dict], title: str) -> go.Figure:
 def k_sweep(rows: list[dict]) -> go.Figure:
     """Speedup against K, a line per drafter: where each one peaks."""
     data = []
-    for d in dict.fromkeys(r["drafter"] for r in rows if r["drafter"] != "none"):
-        mine = sorted((r for r in rows if r["drafter"] == d), key=lambda r: r["k"])
-        data.append({"type": "scatter", "mode": "lines+markers", "name": plotly_text(d), "x": [r["k"] for r in mine],
+    for d in dict.fromkeys(name(r) for r in rows if r["drafter"] != "none"):
+        mine = sorted((r for r in rows if name(r) == d), key=lambda r: r["k"])
+        data.append({"type": "scatter", "mode": "lines+markers", "name": d, "x": [r["k"] for r in mine],
                      "y": [r["speedup"] for r in mine]})  # fmt: skip
     return figure(data, _layout("Speedup against K", "K (draft length)", "speedup × baseline",
                                 xaxis={"title": {"text": "K (draft length)"}, "type": "log", "dtick": 0.30103}))  # fmt: skip
@@ -61,7 +96,7 @@ def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
 def expected_vs_measured(rows: list[dict]) -> go.Figure:
     """Measured tokens per round against (1 - a^(K+1)) / (1 - a) from the measured a."""
     rows = [r for r in rows if r["acceptance_rate"] is not None]
-    names = [plotly_text(r["drafter"]) for r in rows]
+    names = [name(r) for r in rows]
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "measured tokens / round", marker={"color": "#10b981"}),
         bar(names, [expected_tokens_per_round(r["acceptance_rate"], r["k"]) for r in rows],
@@ -73,7 +108,7 @@ def expected_vs_measured(rows: list[dict]) -> go.Figure:
 def model_vs_measured(rows: list[dict]) -> go.Figure:
     """Measured speedup against the model E / (K c + v) with the measured costs."""
     rows = [r for r in rows if modelled_speedup(r) is not None]
-    names = [plotly_text(r["drafter"]) for r in rows]
+    names = [name(r) for r in rows]
     data = [
         bar(names, [r["speedup"] for r in rows], "measured speedup", marker={"color": "#1d4ed8"}),
         bar(names, [modelled_speedup(r) for r in rows], "model E / (K·c + v)", marker={"color": "#c4b5fd"},

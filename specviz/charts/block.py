@@ -1,0 +1,90 @@
+"""One drafted chain, verified both ways: token-wise (Leviathan et al. 2023) and block
+verification (Sun et al. 2024), from the notes a block-verified round keeps
+(specviz/verifiers/block.py: weights w_i, stops h_i, draws eta_i, tau, and the expected accepted
+tokens of this very draft under each rule).
+
+Token-wise keeps position i only if every position up to i passes its own min(1, p/q), so the
+chance that it keeps i is the product of those up to i, and the expected kept length is their
+sum. Block verification carries a weight w_i = min(1, w_{i-1} p/q) along the chain: a later
+token with p > q can make up for an earlier one with p < q, and it keeps the longest prefix
+whose stop draw passes (eta_i < h_i), tau.
+"""
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from specviz.charts.distributions import label
+from specviz.charts.figure import figure
+from specviz.markup import plotly_text
+from specviz.record import RoundRecord
+
+COLUMNS = ["depth", "token", "p(x)", "q(x)", "min(1, p/q)", "P(tw keeps)", "w", "h", "η", "block keeps"]
+HELP = {
+    "p(x)": "The target's probability of the drafted token at this position.",
+    "q(x)": "The drafter's probability of it (1 for a fixed guess).",
+    "min(1, p/q)": "Token-wise: the probability of accepting this token once every earlier one was.",
+    "P(tw keeps)": "Token-wise: the probability of keeping this position, the product of min(1, p/q) up "
+    "to here. These add up to the expected kept length.",
+    "w": "Block: w_i = min(1, w_(i-1) p/q), what the prefix up to here still weighs.",
+    "h": "Block: the probability that the prefix up to here passes its draw.",
+    "η": "Block: the uniform draw for this prefix; it passes when η < h. None at temperature 0.",
+    "block keeps": "Block keeps the longest prefix that passed: tau tokens.",
+}
+SUMS = (
+    "Token-wise: Σ over positions of Π min(1, p/q) up to it. Block: Σ_j j·h_j·Π_(l>j)(1 − h_l). Both are "
+    "this draft's expectations over the draws; τ is what block verification's draws gave."
+)
+EXPLAIN = (
+    "Block verification is lossless too, and on average it never keeps fewer tokens than token-wise verification "
+    "(Sun et al. 2024 prove it keeps the most of any valid rule). For one draft it can keep fewer: the guarantee "
+    "is about the average over drafts."
+)
+
+
+def tokenwise_reach(r: RoundRecord) -> list[float]:
+    """Per position, the probability that token-wise verification keeps it: prod of min(1, p/q)."""
+    reach, out = 1.0, []
+    for p in r.positions:
+        reach *= min(1.0, p.ratio)
+        out.append(reach)
+    return out
+
+
+def block_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+    """One row per drafted position of a block-verified round: both rules side by side."""
+    n = r.verify_notes
+    rows = []
+    for i, (p, reach) in enumerate(zip(r.positions, tokenwise_reach(r), strict=True)):
+        rows.append({"depth": p.depth, "token": label(vocab, p.token), "p(x)": p.p_x, "q(x)": p.q_x,
+                     "min(1, p/q)": min(1.0, p.ratio), "P(tw keeps)": reach, "w": n["weights"][i],
+                     "h": n["stops"][i], "η": n["etas"][i], "block keeps": "yes" if i < n["tau"] else "no"})  # fmt: skip
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def both_rules(r: RoundRecord) -> dict:
+    """This draft's expected accepted tokens under each rule, and what block verification kept."""
+    e = r.verify_notes["expected_accepted"]
+    return {"lossless": e["lossless"], "block": e["block"], "tau": r.verify_notes["tau"]}
+
+
+def block_figure(r: RoundRecord, vocab: str) -> go.Figure:
+    """Per position: token-wise's chance of keeping it, block's weight w and stop h, and the
+    draws eta (a draw under h passes)."""
+    x = [f"{p.depth}: {plotly_text(label(vocab, p.token))}" for p in r.positions]
+    n = r.verify_notes
+    line = {"type": "scatter", "mode": "lines+markers", "x": x}
+    etas = [(xi, e) for xi, e in zip(x, n["etas"], strict=True) if e is not None]
+    data = [
+        line | {"y": tokenwise_reach(r), "name": "token-wise: P(keeps it)", "line": {"color": "#f59e0b"}},
+        line | {"y": n["weights"], "name": "block: weight w", "line": {"color": "#2563eb", "dash": "dot"}},
+        line | {"y": n["stops"], "name": "block: stop h", "line": {"color": "#2563eb"}},
+        {"type": "scatter", "mode": "markers", "x": [a for a, _ in etas], "y": [b for _, b in etas],
+         "name": "block: draw η (passes when η < h)", "marker": {"symbol": "x", "size": 11, "color": "#dc2626"}},
+    ]  # fmt: skip
+    both = both_rules(r)
+    title = (f"This draft under both rules<br><sub>expected kept: {both['lossless']:.2f} token-wise, "
+             f"{both['block']:.2f} block; block kept τ = {both['tau']} this time</sub>")  # fmt: skip
+    return figure(data, {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
+                         "xaxis": {"title": {"text": "draft position: token"}, "type": "category"},
+                         "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},
+                         "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip

@@ -21,7 +21,7 @@ def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:
         draft += " (unknown context)"
     added = r.drafter_update.get("added", [])
     new = sum(e != "count + 1" for e in state["effects"])
-    return (f"Round {r.index}: {draft}, accepted {r.n_accepted}; learned {len(added)} counts",
+    return (f"Round {r.number}: {draft}, accepted {r.n_accepted}; learned {len(added)} counts",
             f"Of the {len(added)} counts added after the round, {new} made a new (context → token) entry; the storage "
             f"now holds {sum(state['entries'].values())} entries in {state['contexts']} contexts.")  # fmt: skip
 
@@ -31,7 +31,7 @@ def nasd_view(session: Session) -> None:
     s, vocab, trace = gen.settings, gen.trace.vocab, gen.trace
     states = charts.storage_growth(gen.drafter.rows(), session.rounds)[: cursor + 1]
     if r is None:
-        st.info(f"Round 0: the storage holds every {s.nasd_n}-gram of the prompt: {states[0]['contexts']} contexts "
+        st.info(f"Before round 1: the storage holds every {s.nasd_n}-gram of the prompt: {states[0]['contexts']} contexts "
                 f"of {s.nasd_n - 1} characters, {sum(states[0]['entries'].values())} (context → next character) "
                 "entries. Press **Next** to draft from it.")  # fmt: skip
     else:
@@ -48,7 +48,7 @@ def nasd_view(session: Session) -> None:
                    + (" An unknown context ends the draft." if s.nasd_stop_if_unknown
                       else " An unknown context is bridged with the commonest character."))  # fmt: skip
     with right:
-        chart(charts.growth_figure(states, r.index if r is not None else None), "nasd_growth")
+        chart(charts.growth_figure(states, r.number if r is not None else None), "nasd_growth")
     if r is not None:
         c = st.columns(2, gap="large")
         with c[0]:
@@ -58,7 +58,7 @@ def nasd_view(session: Session) -> None:
             st.markdown("**What the storage learned after the round**")
             st.dataframe(charts.added_frame(r, states[-1]["effects"], vocab), hide_index=True)
         rounds = session.rounds[:cursor]
-        chart(charts.drafts_figure(rounds, r.index), "nasd_drafts")
+        chart(charts.drafts_figure(rounds, r.number), "nasd_drafts")
         with st.expander("Every draft so far"):
             st.dataframe(charts.drafts_frame(rounds, vocab), hide_index=True)
     with st.expander(f"The storage after the newest computed round ({len(session.rounds)})"):

@@ -58,7 +58,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
         f"correction '{md(charts.label(vocab, r.correction))}'" if r.correction is not None
         else f"bonus '{md(charts.label(vocab, r.bonus))}'"
     )  # fmt: skip
-    st.subheader(f"Round {r.index}: {verdict}")
+    st.subheader(f"Round {r.number}: {verdict}")
     if r.k_choice is not None:
         chart(charts.k_choice_bars(r.k_choice), "k_choice")
     if not r.draft_tokens:
@@ -101,7 +101,7 @@ def round_view(session: Session) -> None:
         totals(session)
     with right:
         if r is None:
-            st.info("Round 0: only the prompt so far. Press **Next** to run the first round.")
+            st.info("No round yet: only the prompt so far. Press **Next** to run round 1.")
         else:
             current_round(r, session)
     if r is not None:
@@ -110,5 +110,5 @@ def round_view(session: Session) -> None:
         with c[0]:
             chart(charts.kv_ledger(r), "kv_ledger")
         with c[1]:
-            chart(charts.kv_timeline(session.rounds[: session.cursor], r.index), "kv_timeline")
+            chart(charts.kv_timeline(session.rounds[: session.cursor], r.number), "kv_timeline")
     export(session)

@@ -41,7 +41,7 @@ def _end(r: RoundRecord, vocab: str) -> str:
 def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
     """(heading, detail) for any tree drafter's round."""
     how = SAMPLING.get(r.draft_sampling, "a deterministic tree (q is one-hot on each node)")
-    return (f"Round {r.index}: drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {_end(r, vocab)}",
+    return (f"Round {r.number}: drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {_end(r, vocab)}",
             f"The {md(s.drafter)} drafter sent {len(r.draft_tokens)} nodes at most K = {s.k} deep: {how}. "
             f"Verified with the {md(s.verification)} rule.")  # fmt: skip
 
@@ -50,14 +50,14 @@ def _trie_headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
     """(heading, detail) for the trie drafter's round, from its notes."""
     notes = r.draft_notes
     if not notes["matched_prefix"]:
-        return (f"Round {r.index}: no match, no draft; {_end(r, vocab)}",
+        return (f"Round {r.number}: no match, no draft; {_end(r, vocab)}",
                 f"No suffix of the context (up to L_p = {s.trie_prefix_len} characters) is a chain in the trie, so "
                 "nothing is drafted and the target adds one character, as in plain decoding.")  # fmt: skip
     prefix = md(label_text(vocab, notes["matched_prefix"]))
     if not r.draft_tokens:
-        return (f"Round {r.index}: matched '{prefix}', nothing below it; {_end(r, vocab)}",
+        return (f"Round {r.number}: matched '{prefix}', nothing below it; {_end(r, vocab)}",
                 "The matched node is a leaf: nothing followed it in the prompt, so nothing is drafted.")  # fmt: skip
-    return (f"Round {r.index}: matched '{prefix}', drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; "
+    return (f"Round {r.number}: matched '{prefix}', drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; "
             f"{_end(r, vocab)}",
             f"The context's last {notes['matched_length']} characters (of L_p = {s.trie_prefix_len}) matched; the "
             f"draft keeps the {len(r.draft_tokens)} most frequent of the {notes['pruned_from']} nodes below the match "
@@ -100,7 +100,7 @@ def tree_view(session: Session) -> None:
     vocab = trace.vocab
     has_trie = hasattr(gen.drafter, "trie")  # the trie drafter: its n-gram trie is worth a panel of its own
     if r is None:
-        st.info("Round 0: only the prompt so far. " + ("Highlighted in the trie: the prefix the first round will "
+        st.info("No round yet: only the prompt so far. " + ("Highlighted in the trie: the prefix the first round will "
                 "match and the draft tree it will send. " if has_trie else "") + "Press **Next** to send the first "
                 "draft to the target.")  # fmt: skip
     else:

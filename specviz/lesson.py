@@ -93,7 +93,7 @@ def steps(rounds: list[RoundRecord], vocab: str, settings: Settings) -> list[Ste
             f"A character-level GPT, the **target**, continues the prompt below. Plain decoding costs "
             f"one target forward pass per character. Speculative decoding lets a cheap **drafter** ({settings.drafter}) "
             f"guess up to K = {settings.k} characters and has the target check them all in one pass. We follow round "
-            f"{r.index} of a real run at temperature {settings.temperature}: the text so far is below.",
+            f"{r.number} of a real run at temperature {settings.temperature}: the text so far is below.",
             ("text_before",),
             r.index,
         ),  # fmt: skip
@@ -154,7 +154,7 @@ def steps(rounds: list[RoundRecord], vocab: str, settings: Settings) -> list[Ste
         ),  # fmt: skip
     ]
     if bonus is not None and bonus is not r:
-        out.append(Step("7. A round where every draft is accepted", f"In round {bonus.index} all "
+        out.append(Step("7. A round where every draft is accepted", f"In round {bonus.number} all "
                         f"{len(bonus.draft_tokens)} drafts were accepted. The pass also computed p after the last "
                         f"draft, so one more character, the bonus {c(vocab, bonus.bonus)}, is drawn from it at no cost: "
                         f"{len(bonus.emitted)} characters for one pass, the most a round can give.",

@@ -80,6 +80,11 @@ class RoundRecord:
     accept_s: float = 0.0
 
     @property
+    def number(self) -> int:
+        """The round's number on screen: round 1 is the first (``index`` counts from 0, for lists)."""
+        return self.index + 1
+
+    @property
     def n_accepted(self) -> int:
         return len(self.accepted_path)
 

@@ -31,7 +31,7 @@ def round_heading(r: RoundRecord, vocab: str, rounds: int) -> str:
     """One line per round, round 1 first. Plain text (the page sets it through textContent)."""
     kept = f"kept {len(r.accepted_path)} of {len(r.draft_tokens)} drafted"
     last = "correction" if r.correction is not None else "bonus"
-    return f"Round {r.index + 1} of {rounds}: {kept}, then a {last}; emitted {_glyphs(r.emitted, vocab)!r}"
+    return f"Round {r.number} of {rounds}: {kept}, then a {last}; emitted {_glyphs(r.emitted, vocab)!r}"
 
 
 def round_figures(r: RoundRecord, vocab: str) -> list[dict]:

@@ -53,22 +53,24 @@ def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
     out = []
     for node, tok in zip(r.accepted_path, r.emitted, strict=False):
         p = tried[node]
-        out.append(_span("accepted", vocab[tok], f"round {r.index}: accepted draft, p={p.p_x:.3f} q={p.q_x:.3f}", now))
+        out.append(_span("accepted", vocab[tok], f"round {r.number}: accepted draft, p={p.p_x:.3f} q={p.q_x:.3f}", now))
     if now:
         for p in r.positions:
             if not p.accepted:
-                title = f"round {r.index}: rejected, p={p.p_x:.3f} q={p.q_x:.3f} u={p.u}"
+                title = f"round {r.number}: rejected, p={p.p_x:.3f} q={p.q_x:.3f} u={p.u}"
                 out.append(_span("rejected", vocab[p.token], title, True))
         depth = len(r.accepted_path)
         if r.correction is not None and r.tree_mask is None:  # a chain: the rest of the draft
             for tok in r.draft_tokens[depth + 1 :]:
-                out.append(_span("unchecked", vocab[tok], f"round {r.index}: drafted after a rejection, never checked"))
+                out.append(
+                    _span("unchecked", vocab[tok], f"round {r.number}: drafted after a rejection, never checked")
+                )
     last = r.emitted[-1]
     if r.correction is not None:
-        title = f"round {r.index}: correction drawn from the residual, residual(x)={float(r.residual[last]):.3f}"
+        title = f"round {r.number}: correction drawn from the residual, residual(x)={float(r.residual[last]):.3f}"
         out.append(_span("correction", vocab[last], title, now))
     else:
-        out.append(_span("bonus", vocab[last], f"round {r.index}: bonus token, p={float(r.bonus_p[last]):.3f}", now))
+        out.append(_span("bonus", vocab[last], f"round {r.number}: bonus token, p={float(r.bonus_p[last]):.3f}", now))
     return out
 
 

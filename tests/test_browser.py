@@ -18,7 +18,7 @@ def next_round(page, times: int = 1, start: int = 0):
     """Click Next and wait until the page shows the new round (a click is not a rerun yet)."""
     for i in range(start, start + times):
         page.get_by_role("button", name="Next").click()
-        page.get_by_role("heading", name=re.compile(f"^Round {i}:")).wait_for(timeout=600_000)
+        page.get_by_role("heading", name=re.compile(f"^Round {i + 1}:")).wait_for(timeout=600_000)
         wait_idle(page)
 
 

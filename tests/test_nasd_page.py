@@ -54,10 +54,10 @@ def test_replay_by_hand():
     p = torch.zeros(2, 6)
     p[0, 3], p[0, 5] = 0.6, 0.4  # after (1, 2): 3 emitted, 5 the runner-up
     p[1, 4], p[1, 1] = 0.7, 0.3  # after (2, 3): 4 emitted (new entry), 1 the runner-up (count + 1)
-    first = SimpleNamespace(index=0, drafter_update=d.update([1, 2, 3, 1, 2], [3, 4], p))
+    first = SimpleNamespace(index=0, number=1, drafter_update=d.update([1, 2, 3, 1, 2], [3, 4], p))
     p = torch.zeros(1, 6)
     p[0, 2], p[0, 0] = 0.9, 0.1  # after (3, 4): a context the storage has never seen
-    second = SimpleNamespace(index=1, drafter_update=d.update([1, 2, 3, 1, 2, 3, 4], [2], p))
+    second = SimpleNamespace(index=1, number=2, drafter_update=d.update([1, 2, 3, 1, 2, 3, 4], [2], p))
     states = charts.storage_growth(d.rows(), [first, second])
     assert (states[0]["contexts"], dict(states[0]["entries"])) == (3, {"prompt": 3})
     assert states[1]["effects"] == ["count + 1", "new entry", "new entry", "count + 1"]
@@ -90,7 +90,7 @@ def test_drafts_and_lookups(run):
     known, filler = t["drafted from a known context"].y, t["drafted by the filler"].y
     assert [a + b for a, b in zip(known, filler, strict=True)] == [len(r.draft_tokens) for r in run.rounds]
     assert list(t["accepted"].y) == [r.n_accepted for r in run.rounds]
-    stops = [r.index for r in run.rounds if r.draft_notes["stopped_unknown"]]
+    stops = [r.number for r in run.rounds if r.draft_notes["stopped_unknown"]]
     assert list(t["stopped at an unknown context"].x) == stops and stops  # this prompt has unknown contexts
     vocab = run.generation.trace.vocab
     r = max(run.rounds, key=lambda r: r.n_accepted)
@@ -114,7 +114,7 @@ def test_page_steps_and_rebuilds():
     bars = {d["name"]: d["y"] for d in growth["data"] if d["type"] == "bar"}
     assert bars["added from filler_top_k"] == [by_source(r, "filler_top_k") for r in rounds]
     assert sum(map(sum, bars.values())) == sum(len(r.drafter_update["added"]) for r in rounds)
-    assert re.match(rf"Round {session.cursor - 1}: ", at.subheader[0].value)
+    assert re.match(rf"Round {session.cursor}: ", at.subheader[0].value)
     lookups, added = at.dataframe[0].value, at.dataframe[1].value
     assert len(lookups) == len(session.current.draft_notes["lookups"])
     assert len(added) == len(session.current.drafter_update["added"])
@@ -130,7 +130,7 @@ def test_nasd_page_in_a_browser(app_url, page, tmp_path):
     wait_idle(page)
     for i in range(2):
         page.get_by_role("button", name="Next").click()
-        page.get_by_role("heading", name=f"Round {i}:").wait_for(timeout=600_000)
+        page.get_by_role("heading", name=f"Round {i + 1}:").wait_for(timeout=600_000)
         wait_idle(page)
     plots = page.locator(".js-plotly-plot")
     assert plots.count() == 2 and plots.first.is_visible()

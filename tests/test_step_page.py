@@ -96,7 +96,7 @@ def test_chart_specs_hold_the_numbers_of_the_trace():
         spec = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"Depth {pos.depth}:"))
         p_bar = next(d for d in spec["data"] if d["name"] == "p (target)")
         assert pos.p_x in p_bar["y"] and float(pos.p.max()) == pytest.approx(max(p_bar["y"]))
-    ledger = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"KV cache, round {r.index}"))
+    ledger = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"KV cache, round {r.number}"))
     assert ledger["data"][0]["x"] == [r.kv_before] * 3
     table = at.dataframe[0].value
     assert list(table["p(x)"]) == [p.p_x for p in r.positions]
@@ -128,3 +128,22 @@ def test_a_bad_link_still_opens_a_run():
     assert run_of(at).generation.settings.k == 4
     warnings = " ".join(shown(w.value) for w in at.sidebar.warning)
     assert "k='99'" in warnings and "temperature='hot'" in warnings
+
+
+def test_one_round_numbering_everywhere():
+    """Round 1 is the first round: the heading, the Rounds count, the scrub slider, the KV charts
+    and the text's tooltips all say the same number."""
+    at = open_step({"k": "4", "max_new_tokens": "60"})
+    for _ in range(3):
+        click(at, "nav_next")
+    r = run_of(at).current
+    assert r.number == 3 and at.subheader[0].value.startswith("Round 3:")
+    assert {m.label: m.value for m in at.metric}["Rounds"] == "3"
+    assert at.slider(key="scrub").value == 3
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [s["layout"]["title"]["text"] for s in specs]
+    assert any(t.startswith("KV cache, round 3:") for t in titles)
+    timeline = next(s for s, t in zip(specs, titles, strict=True) if "KV" in t and "round 3" not in t)
+    assert timeline["data"][0]["x"] == [1, 2, 3]
+    html = "".join(h.proto.body for h in at.get("html"))
+    assert "round 3: " in html and "round 0: " not in html

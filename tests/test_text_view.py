@@ -55,7 +55,7 @@ def test_every_character_is_marked_by_origin(target):
     # Rejected candidates appear for the current round only; each carries p, q and the round.
     rejected = [(c, t) for c, t, _ in marked if "rejected" in c]
     assert len(rejected) == sum(not p.accepted for p in cur.positions)
-    assert all(f"round {cur.index}" in t for _, t in rejected)
+    assert all(f"round {cur.number}" in t for _, t in rejected)
     for c, t, _ in marked:
         if "accepted" in c:
             assert re.search(r"round \d+: accepted draft, p=[\d.]+ q=[\d.]+", t)

@@ -161,7 +161,7 @@ def test_page_switches_drafter_steps_and_rebuilds():
     at.button(key="switch_to_trie").click().run()
     assert not at.exception and at.sidebar.selectbox(key="ctl_drafter").value == "trie"
     session = at.session_state["run"]
-    # Round 0 previews the first draft: the same tree the first round then sends.
+    # Before round 1, the page previews the first draft: the same tree the first round then sends.
     preview = [d for d in specs(at)[0]["data"] if d.get("name") in ("draft tree (pruned)", "accepted path")]
     at.button(key="nav_next").click().run()
     assert not at.exception
@@ -193,7 +193,7 @@ def test_tree_page_in_a_browser(app_url, page, tmp_path):
     page.get_by_role("button", name="Next").wait_for(timeout=600_000)
     wait_idle(page)
     page.get_by_role("button", name="Next").click()
-    page.get_by_role("heading", name="Round 0:").wait_for(timeout=600_000)
+    page.get_by_role("heading", name="Round 1:").wait_for(timeout=600_000)
     wait_idle(page)
     plots = page.locator(".js-plotly-plot")
     assert plots.count() == 5 and plots.first.is_visible()  # trie, draft tree, flattening, cache, mask

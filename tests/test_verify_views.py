@@ -147,7 +147,7 @@ def test_sidebar_labels_lossy_rules_and_refuses_block_on_trees():
     before = at.session_state["run"]
     at.sidebar.selectbox(key="ctl_verification").set_value("block").run()
     assert "chains only" in shown(at.error[0].value) and at.session_state["run"] is before  # the run stays
-    assert at.subheader[0].value.startswith("Round 0:")
+    assert at.subheader[0].value.startswith("Round 1:")
     at.sidebar.selectbox(key="ctl_verification").set_value("lossless").run()
     at.sidebar.selectbox(key="ctl_tree_sampling").set_value("with-replacement").run()
     assert not at.exception and at.query_params["tree_sampling"] in ("with-replacement", ["with-replacement"])

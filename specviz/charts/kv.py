@@ -26,7 +26,7 @@ def kv_ledger(r: RoundRecord) -> go.Figure:
             text=[f"−{dropped}"], **h),
     ]  # fmt: skip
     note = " — context window moved: cache re-prefilled" if r.reprefill else ""
-    title = f"KV cache, round {r.index}: {r.kv_before} → {r.kv_after_verify} → {r.kv_after_trim}{note}"
+    title = f"KV cache, round {r.number}: {r.kv_before} → {r.kv_after_verify} → {r.kv_after_trim}{note}"
     return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
                          "title": {"text": title}, "xaxis": {"title": {"text": "cache entries"}},
                          "legend": {"orientation": "h", "y": -0.45}, "yaxis": {"autorange": "reversed"}})  # fmt: skip
@@ -34,14 +34,14 @@ def kv_ledger(r: RoundRecord) -> go.Figure:
 
 def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Figure:
     """Cache length per round: kept before, kept new, dropped; re-prefills marked with a star."""
-    x = [r.index for r in rounds]
+    x = [r.number for r in rounds]
     re = [r for r in rounds if r.reprefill]
     data = [
         bar(x, [r.kv_before for r in rounds], "cached before", marker={"color": CACHED}),
         bar(x, [r.kv_after_trim - r.kv_before for r in rounds], "kept", marker={"color": KEPT}),
         bar(x, [r.kv_after_verify - r.kv_after_trim for r in rounds], "dropped", marker={"color": TRIMMED, **HATCH},
             opacity=0.6),
-        {"type": "scatter", "x": [r.index for r in re], "y": [r.kv_after_verify + 4 for r in re], "mode": "markers",
+        {"type": "scatter", "x": [r.number for r in re], "y": [r.kv_after_verify + 4 for r in re], "mode": "markers",
          "marker": {"symbol": "star", "size": 12, "color": "#7c3aed"}, "name": "window moved: re-prefill"},
     ]  # fmt: skip
     shapes = []

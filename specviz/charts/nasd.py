@@ -53,7 +53,7 @@ def storage_growth(final_rows: list[dict], rounds: list[RoundRecord]) -> list[di
                 origin[ctx, t] = a["source"]
             cs[t] += 1
             mass[a["source"]] += 1
-        states.append(state(r.index, effects))
+        states.append(state(r.number, effects))
     return states
 
 
@@ -66,7 +66,7 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
     top = f"Entries added to the prompt's {start['entries']['prompt']} (in {start['contexts']} contexts)"
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.5, 0.5],
                         subplot_titles=(top, "Counts added per round"))  # fmt: skip
-    x = [-1] + [s["round"] for s in states[1:]]
+    x = [0] + [s["round"] for s in states[1:]]  # 0: the prompt
     for src in SOURCES[1:]:
         fig.add_scatter(x=x, y=[s["entries"][src] for s in states], stackgroup="entries", mode="lines",
                         name=f"entries from {src}", line=dict(color=COLOUR[src]), legendgroup=src, row=1, col=1)  # fmt: skip
@@ -141,7 +141,7 @@ def lookups_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
 def drafts_figure(rounds: list[RoundRecord], current: int | None = None) -> go.Figure:
     """Per round: drafted tokens from known contexts and from the filler, how many the target
     accepted, and the rounds whose draft stopped at an unknown context."""
-    x = [r.index for r in rounds]
+    x = [r.number for r in rounds]
     known = [sum(r.draft_notes.get("known", [])) for r in rounds]
     filler = [len(r.draft_tokens) - k for r, k in zip(rounds, known, strict=True)]
     fig = go.Figure()
@@ -150,7 +150,7 @@ def drafts_figure(rounds: list[RoundRecord], current: int | None = None) -> go.F
     fig.add_scatter(x=x, y=[r.n_accepted for r in rounds], mode="markers", name="accepted",
                     marker=dict(symbol="line-ew-open", size=18, color="#10b981", line=dict(width=3)))  # fmt: skip
     stops = [r for r in rounds if r.draft_notes.get("stopped_unknown")]
-    fig.add_scatter(x=[r.index for r in stops], y=[len(r.draft_tokens) + 0.4 for r in stops], mode="markers",
+    fig.add_scatter(x=[r.number for r in stops], y=[len(r.draft_tokens) + 0.4 for r in stops], mode="markers",
                     name="stopped at an unknown context", marker=dict(symbol="x", size=9, color="#ef4444"))  # fmt: skip
     if current is not None:
         fig.add_vline(x=current, line_dash="dot", line_color="#111827")
@@ -163,7 +163,7 @@ def drafts_frame(rounds: list[RoundRecord], vocab: str) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {
-                "round": r.index,
+                "round": r.number,
                 "drafted": label_text(vocab, r.draft_tokens),
                 "accepted": r.n_accepted,
                 "known lookups": sum(r.draft_notes.get("known", [])),

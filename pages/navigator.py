@@ -40,25 +40,28 @@ def _toggle_play() -> None:
 
 def navigator(session: Session, view) -> None:
     """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer."""
-    c = st.columns([1, 1, 1, 1, 1, 2])
-    buttons = [  # (label, icon, action, disabled, help)
-        ("Reset", "first_page", "reset", False, "Back to the prompt (kept rounds stay)."),
-        ("Previous", "chevron_left", "back", session.cursor == 0, "The round before; never recomputes."),
-        ("Next", "chevron_right", "next", session.at_end, "Show the next round; computes it if it is new."),
-        ("To the end", "last_page", "end", session.at_end, "Compute every remaining round."),
+    # One row that wraps instead of cutting labels: buttons take their content's width, so a
+    # projector at 1024x768 shows every label whole. Keyboard: Left, Right, Home, End, P.
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    buttons = [  # (label, icon, action, disabled, shortcut, help)
+        ("Reset", "first_page", "reset", False, "Home", "Back to the prompt (kept rounds stay)."),
+        ("Previous", "chevron_left", "back", session.cursor == 0, "Left", "The round before; never recomputes."),
+        ("Next", "chevron_right", "next", session.at_end, "Right", "Show the next round; computes it if it is new."),
+        ("To the end", "last_page", "end", session.at_end, "End", "Compute every remaining round."),
     ]
-    for col, (label, icon, action, disabled, help) in zip(c, buttons, strict=False):
-        col.button(label, icon=f":material/{icon}:", on_click=_act, args=(action,), key=f"nav_{action}",
+    for label, icon, action, disabled, key, help in buttons:
+        row.button(label, icon=f":material/{icon}:", on_click=_act, args=(action,), key=f"nav_{action}", shortcut=key,
                    disabled=disabled, help=help, type="primary" if action == "next" else "secondary")  # fmt: skip
     playing = st.session_state.get("playing", False) and not session.at_end
-    c[4].button(
+    row.button(
         "Pause" if playing else "Play",
         icon=":material/pause:" if playing else ":material/play_arrow:",
         on_click=_toggle_play,
         key="nav_play",
+        shortcut="P",
         disabled=session.at_end,
     )
-    c[5].selectbox("Speed", list(SPEEDS), index=1, key="nav_speed", label_visibility="collapsed")
+    row.selectbox("Speed", list(SPEEDS), index=1, key="nav_speed", label_visibility="collapsed", width=150)
     delay = SPEEDS[st.session_state.nav_speed]
 
     @st.fragment(run_every=delay if playing else None)

@@ -38,14 +38,17 @@ def same_draft(r: RoundRecord, vocab: str) -> None:
 def totals(session: Session) -> None:
     rounds = session.rounds[: session.cursor]
     t = running_totals(rounds, session.generation.settings.k)
-    c = st.columns(3)
-    c[0].metric("Rounds", t["rounds"], help=DEFINITIONS["rounds"])
-    c[1].metric("Tokens/forward", f"{t['tokens_per_forward']:.2f}", help=DEFINITIONS["tokens_per_forward"])
-    c[2].metric("α (accepted)", f"{t['acceptance_rate']:.1%}", help=DEFINITIONS["acceptance_rate"])
-    c = st.columns(3)
-    c[0].metric("Characters", t["tokens"], help=DEFINITIONS["tokens"])
-    c[1].metric("Expected/round", f"{t['expected_per_round']:.2f}", help=DEFINITIONS["expected_per_round"])
-    c[2].metric("Measured/round", f"{t['tokens_per_forward']:.2f}", help="Characters emitted per round so far.")
+    # A row that wraps: each figure keeps its width, so none is cut to "3..." on a projector.
+    row = st.container(horizontal=True, gap="medium")
+    for label, value, help in (
+        ("Rounds", t["rounds"], DEFINITIONS["rounds"]),
+        ("Tokens/forward", f"{t['tokens_per_forward']:.2f}", DEFINITIONS["tokens_per_forward"]),
+        ("α (accepted)", f"{t['acceptance_rate']:.1%}", DEFINITIONS["acceptance_rate"]),
+        ("Characters", t["tokens"], DEFINITIONS["tokens"]),
+        ("Expected/round", f"{t['expected_per_round']:.2f}", DEFINITIONS["expected_per_round"]),
+        ("Measured/round", f"{t['tokens_per_forward']:.2f}", "Characters emitted per round so far."),
+    ):
+        row.metric(label, value, help=help, width="content")
     st.caption(f"{t['accepted']} of {t['tried']} checked draft characters accepted; "
                f"{t['reprefills']} context-window re-prefills.")  # fmt: skip
     if rounds:

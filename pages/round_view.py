@@ -7,7 +7,8 @@ import streamlit as st
 from specviz import charts
 from specviz.engine import Session
 from specviz.markup import md
-from specviz.record import RoundRecord
+from specviz.record import RoundRecord, Trace
+from specviz.replay import replay_html
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.text_view import text_html
 
@@ -88,12 +89,17 @@ def current_round(r: RoundRecord, session: Session) -> None:
 
 def export(session: Session) -> None:
     trace = session.generation.trace
-    c = st.columns(2)
+    shown = Trace(trace.settings, trace.vocab, trace.prompt, trace.rounds[: session.cursor])  # a snapshot
+    c = st.columns(3)
     # Deferred data: the trace is serialised only when the button is clicked.
     c[0].download_button("Download the trace (JSON)", data=trace.to_json, file_name="specviz-trace.json",
                          mime="application/json", on_click="ignore", key="export_json")  # fmt: skip
     c[1].download_button("Download the verified positions (CSV)", data=lambda: trace.positions_frame().to_csv(index=False),
                          file_name="specviz-positions.csv", mime="text/csv", on_click="ignore", key="export_csv")  # fmt: skip
+    c[2].download_button("Download an offline copy (HTML)", data=lambda: replay_html(shown, "specviz replay"),
+                         file_name="specviz-replay.html", mime="text/html", on_click="ignore", key="export_replay",
+                         help="The rounds shown so far as one HTML file that steps through them with no server "
+                              "and no network: open it from disk.")  # fmt: skip
 
 
 def round_view(session: Session) -> None:

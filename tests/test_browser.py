@@ -36,6 +36,15 @@ def test_step_through_in_a_browser(app_url, page, tmp_path):
         page.get_by_role("button", name="Download the trace (JSON)").click()
     trace = json.loads(download.value.path().read_text())
     assert len(trace["rounds"]) == 3 and trace["settings"]["k"] == 4
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download an offline copy (HTML)").click()
+    replay = tmp_path / "replay.html"
+    download.value.save_as(replay)
+    offline = page.context.new_page()  # the file on its own, from disk
+    offline.goto(replay.as_uri())
+    offline.get_by_role("button", name="Last").click()
+    assert offline.locator("#heading").inner_text().startswith("Round 3 of 3:")
+    offline.close()
 
     # Autoplay: the rounds advance on their own until paused.
     page.get_by_role("button", name="Play").click()

@@ -75,18 +75,18 @@ def race_html(prompt_text: str, plain: Lane, spec: Lane) -> str:
 PAGE = """<style>
 body { margin: 0; font-family: system-ui, sans-serif; }
 .race { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }  /* side by side, even on a projector */
-.lane { border: 1px solid #d1d5db; border-radius: 8px; padding: 8px 10px; }
+.lane { border: 1px solid #D1D5DB; border-radius: 8px; padding: 8px 10px; }
 .lane h3 { margin: 0 0 4px 0; font-size: 17px; }
 .stats { font-size: 15px; color: #374151; min-height: 1.4em; font-variant-numeric: tabular-nums; }
 .text { font-family: ui-monospace, monospace; font-size: 16px; white-space: pre-wrap; line-height: 1.6;
         height: 180px; overflow-y: auto; }
-.prompt { color: #6b7280; }
-.accepted { background: #d1fae5; text-decoration: underline solid #047857 2px; }
-.correction { background: #ffedd5; }
-.bonus { background: #dbeafe; text-decoration: underline double #1d4ed8; }
+.prompt { color: #6B7280; }
+.accepted { background: #C7EBDF; text-decoration: underline solid #00664A 2px; }
+.correction { background: #FBE6BF; }
+.bonus { background: #D5ECFA; text-decoration: underline double #004C77; }
 .bar { display: flex; gap: 12px; align-items: center; margin-top: 8px; font-size: 15px; }
 button { font-size: 15px; padding: 6px 14px; white-space: nowrap; }
-button:focus-visible { outline: 3px solid #0072b2; outline-offset: 2px; }
+button:focus-visible { outline: 3px solid #0072B2; outline-offset: 2px; }
 </style>
 <div class="race">
   <div class="lane"><h3 id="h0"></h3><div class="stats" id="s0"></div><div class="text" id="t0"></div></div>

@@ -119,7 +119,7 @@ PAGE = """<!doctype html>
 body {{ font-family: system-ui, sans-serif; margin: 1.5rem; max-width: 1100px; }}
 nav {{ display: flex; gap: 0.5rem; align-items: center; flex-wrap: wrap; margin: 0.8rem 0; }}
 nav button {{ font-size: 1rem; padding: 0.4rem 0.9rem; }}
-nav button:focus-visible, nav input:focus-visible {{ outline: 3px solid #0072b2; outline-offset: 2px; }}
+nav button:focus-visible, nav input:focus-visible {{ outline: 3px solid #0072B2; outline-offset: 2px; }}
 #slider {{ flex: 1; min-width: 10rem; }}
 #charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 0.5rem; }}
 .chart {{ height: 320px; }}

@@ -19,12 +19,12 @@ from specviz.record import RoundRecord, Trace
 STYLE = """<style>
 .sv-text { font-family: ui-monospace, monospace; white-space: pre-wrap; line-height: 1.9; font-size: 15px; }
 .sv-text span { padding: 0 1px; }
-.sv-prompt { color: #6b7280; }
-.sv-accepted { background: #d1fae5; text-decoration: underline solid #047857 2px; }
-.sv-correction { background: #ffedd5; border: 1px dashed #c2410c; }
-.sv-bonus { background: #dbeafe; text-decoration: underline double #1d4ed8; }
-.sv-rejected { background: #fee2e2; color: #b91c1c; text-decoration: line-through 2px; }
-.sv-unchecked { color: #9ca3af; text-decoration: line-through; }
+.sv-prompt { color: #6B7280; }
+.sv-accepted { background: #C7EBDF; text-decoration: underline solid #00664A 2px; }
+.sv-correction { background: #FBE6BF; border: 1px dashed #9A6A00; }
+.sv-bonus { background: #D5ECFA; text-decoration: underline double #004C77; }
+.sv-rejected { background: #F7D6C2; color: #A34800; text-decoration: line-through 2px; }
+.sv-unchecked { color: #999999; text-decoration: line-through; }
 .sv-now { font-weight: 700; }
 .sv-legend span { margin-right: 0.8em; }
 </style>"""

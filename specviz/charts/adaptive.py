@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 from specviz.adaptive import MIN_GAIN, Choice
 from specviz.charts.figure import bar, figure
 
-CHOSEN, OTHER = "#0072B2", "#BBBBBB"  # Okabe-Ito blue; grey
+CHOSEN, OTHER = "#0072B2", "#999999"  # Okabe-Ito blue; grey
 
 
 def k_choice_bars(choice: Choice) -> go.Figure:

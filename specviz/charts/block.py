@@ -75,11 +75,11 @@ def block_figure(r: RoundRecord, vocab: str) -> go.Figure:
     line = {"type": "scatter", "mode": "lines+markers", "x": x}
     etas = [(xi, e) for xi, e in zip(x, n["etas"], strict=True) if e is not None]
     data = [
-        line | {"y": tokenwise_reach(r), "name": "token-wise: P(keeps it)", "line": {"color": "#f59e0b"}},
-        line | {"y": n["weights"], "name": "block: weight w", "line": {"color": "#2563eb", "dash": "dot"}},
-        line | {"y": n["stops"], "name": "block: stop h", "line": {"color": "#2563eb"}},
+        line | {"y": tokenwise_reach(r), "name": "token-wise: P(keeps it)", "line": {"color": "#E69F00"}},
+        line | {"y": n["weights"], "name": "block: weight w", "line": {"color": "#0072B2", "dash": "dot"}},
+        line | {"y": n["stops"], "name": "block: stop h", "line": {"color": "#0072B2"}},
         {"type": "scatter", "mode": "markers", "x": [a for a, _ in etas], "y": [b for _, b in etas],
-         "name": "block: draw η (passes when η < h)", "marker": {"symbol": "x", "size": 11, "color": "#dc2626"}},
+         "name": "block: draw η (passes when η < h)", "marker": {"symbol": "x", "size": 11, "color": "#D55E00"}},
     ]  # fmt: skip
     both = both_rules(r)
     title = (f"This draft under both rules<br><sub>expected kept: {both['lossless']:.2f} token-wise, "

@@ -8,7 +8,7 @@ import torch
 from specviz.charts.figure import arrow, bar, figure
 from specviz.record import PositionRecord, RoundRecord
 
-P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#2563eb", "#f59e0b", "rgba(16,185,129,0.35)", "#dc2626"
+P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
 
 
 def label(vocab: str, token: int) -> str:
@@ -46,8 +46,8 @@ def pq_bars(pos: PositionRecord, vocab: str, top: int = 12) -> go.Figure:
         bar(x, [q[t] for t in ids], "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
         # Drawn last, hatched and see-through: the accepted mass shows across both bars.
         bar(x, [min(p[t], q[t]) for t in ids], "min(p, q)", width=0.9, offset=-0.45,
-            marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#065f46"},
-                    "line": {"color": "#065f46", "width": 1}}),
+            marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#00664A"},
+                    "line": {"color": "#00664A", "width": 1}}),
     ]  # fmt: skip
     verdict = "accepted" if pos.accepted else "rejected"
     u = "" if pos.u is None else f", u={pos.u:.3f}"

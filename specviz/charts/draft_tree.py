@@ -12,6 +12,7 @@ from specviz.charts.distributions import label
 from specviz.charts.figure import figure
 from specviz.charts.tree import ACCEPTED, REJECTED, ROOT, UNCHECKED, node_status
 from specviz.markup import plotly_text
+from specviz.palette import INK, text_on
 from specviz.record import RoundRecord
 
 COLOUR = {"root": ROOT, "accepted": ACCEPTED, "rejected": REJECTED, "unchecked": UNCHECKED}
@@ -55,7 +56,7 @@ def draft_tree_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
                 xs += [xy[parent + 1][0], xy[i + 1][0], None]
                 ys += [xy[parent + 1][1], xy[i + 1][1], None]
         data.append({"type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
-                     "line": {"color": ACCEPTED if hot else "#9ca3af", "width": 4 if hot else 1.5}})  # fmt: skip
+                     "line": {"color": ACCEPTED if hot else "#999999", "width": 4 if hot else 1.5}})  # fmt: skip
     tokens = [root_token] + r.draft_tokens
     for kind in ("root", "accepted", "rejected", "unchecked"):
         slots = [i for i, s in enumerate(status) if s == kind]
@@ -69,8 +70,8 @@ def draft_tree_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
         data.append({
             "type": "scatter", "x": [xy[i][0] for i in slots], "y": [xy[i][1] for i in slots], "name": kind,
             "mode": "markers+text", "text": [plotly_text(label(vocab, tokens[i])) for i in slots],
-            "textfont": {"color": "white", "size": 13}, "customdata": info,
-            "marker": {"size": 26, "color": COLOUR[kind], "line": {"width": 1, "color": "#1f2937"}},
+            "textfont": {"color": text_on(COLOUR[kind]), "size": 14}, "customdata": info,
+            "marker": {"size": 28, "color": COLOUR[kind], "line": {"width": 1, "color": INK}},
             "hovertemplate": "<b>%{text}</b> %{customdata[0]}<br>%{customdata[1]}<extra>" + kind + "</extra>",
         })  # fmt: skip
     leaves = int(max(y for _, y in xy)) + 1

@@ -37,7 +37,7 @@ def outcome_bars(rows: list[dict], title: str) -> go.Figure:
     x = [r["outcome"] for r in rows]
     data = [
         bar(x, [r["expected"] for r in rows], "expected (exact target), ±2σ band", marker={"color": P_COLOUR},
-            error_y={"type": "data", "array": [r["band"] for r in rows], "color": "#1e3a8a"}),
+            error_y={"type": "data", "array": [r["band"] for r in rows], "color": "#004C77"}),
         bar(x, [r["observed"] for r in rows], "observed (speculative runs)", marker={"color": Q_COLOUR},
             customdata=[r["count"] for r in rows], hovertemplate="%{x}: %{y:.4f} (%{customdata} runs)"),
     ]  # fmt: skip

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 from specviz.charts.figure import bar, figure
 from specviz.record import RoundRecord
 
-CACHED, KEPT, TRIMMED = "#9ca3af", "#10b981", "#ef4444"
+CACHED, KEPT, TRIMMED = "#999999", "#009E73", "#D55E00"
 HATCH = {"pattern": {"shape": "/"}}
 
 
@@ -42,7 +42,7 @@ def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Fig
         bar(x, [r.kv_after_verify - r.kv_after_trim for r in rounds], "dropped", marker={"color": TRIMMED, **HATCH},
             opacity=0.6),
         {"type": "scatter", "x": [r.number for r in re], "y": [r.kv_after_verify + 4 for r in re], "mode": "markers",
-         "marker": {"symbol": "star", "size": 12, "color": "#7c3aed"}, "name": "window moved: re-prefill"},
+         "marker": {"symbol": "star", "size": 12, "color": "#CC79A7"}, "name": "window moved: re-prefill"},
     ]  # fmt: skip
     shapes = []
     if current is not None:  # a dotted line at the current round

@@ -18,7 +18,7 @@ from specviz.charts.tree import node_status
 from specviz.record import RoundRecord
 
 SOURCES = ("prompt", "accepted", "filler_top_k")
-COLOUR = {"prompt": "#9ca3af", "accepted": "#10b981", "filler_top_k": "#8b5cf6"}
+COLOUR = {"prompt": "#999999", "accepted": "#009E73", "filler_top_k": "#CC79A7"}
 EFFECTS = ("new context", "new entry", "count + 1")
 
 
@@ -145,13 +145,13 @@ def drafts_figure(rounds: list[RoundRecord], current: int | None = None) -> go.F
     known = [sum(r.draft_notes.get("known", [])) for r in rounds]
     filler = [len(r.draft_tokens) - k for r, k in zip(rounds, known, strict=True)]
     fig = go.Figure()
-    fig.add_bar(x=x, y=known, name="drafted from a known context", marker_color="#3b82f6")
-    fig.add_bar(x=x, y=filler, name="drafted by the filler", marker_color="#f59e0b")
+    fig.add_bar(x=x, y=known, name="drafted from a known context", marker_color="#0072B2")
+    fig.add_bar(x=x, y=filler, name="drafted by the filler", marker_color="#E69F00")
     fig.add_scatter(x=x, y=[r.n_accepted for r in rounds], mode="markers", name="accepted",
-                    marker=dict(symbol="line-ew-open", size=18, color="#10b981", line=dict(width=3)))  # fmt: skip
+                    marker=dict(symbol="line-ew-open", size=18, color="#009E73", line=dict(width=3)))  # fmt: skip
     stops = [r for r in rounds if r.draft_notes.get("stopped_unknown")]
     fig.add_scatter(x=[r.number for r in stops], y=[len(r.draft_tokens) + 0.4 for r in stops], mode="markers",
-                    name="stopped at an unknown context", marker=dict(symbol="x", size=9, color="#ef4444"))  # fmt: skip
+                    name="stopped at an unknown context", marker=dict(symbol="x", size=9, color="#D55E00"))  # fmt: skip
     if current is not None:
         fig.add_vline(x=current, line_dash="dot", line_color="#111827")
     fig.update_layout(barmode="stack", height=300, margin=dict(l=40, r=10, t=40, b=30), xaxis=dict(title="round", dtick=1 if len(x) <= 25 else None),

@@ -52,8 +52,8 @@ def rules_frame(rules: list[dict]) -> pd.DataFrame:
 def rules_bars(rules: list[dict], k: int) -> go.Figure:
     """Per chain drafter: tau token-wise and block, measured and on the same drafts."""
     names = [plotly_text(r["drafter"]) for r in rules]
-    colours = {"tau_lossless": "#fcd34d", "tau_same_lossless": "#f59e0b", "tau_block": "#93c5fd",
-               "tau_same_block": "#1d4ed8"}  # fmt: skip
+    colours = {"tau_lossless": "#F0E442", "tau_same_lossless": "#E69F00", "tau_block": "#56B4E9",
+               "tau_same_block": "#004C77"}  # fmt: skip
     data = [bar(names, [r[c] for r in rules], RULE_COLUMNS[c], marker={"color": colours[c]},
                 hovertemplate="%{x}: %{y:.2f}") for c in colours]  # fmt: skip
     return figure(data, _layout(f"τ with token-wise and block verification, K={k}", "drafter",
@@ -64,8 +64,8 @@ def speedup_bars(rows: list[dict], title: str) -> go.Figure:
     """Speedup (measured) next to tokens per forward pass (the ideal speedup) per drafter."""
     names = [name(r) for r in rows]
     data = [
-        bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#93c5fd"}),
-        bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#1d4ed8"},
+        bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#56B4E9"}),
+        bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#004C77"},
             text=[f"{r['speedup']:.2f}×" for r in rows], textposition="outside"),
     ]  # fmt: skip
     line = {"type": "line", "x0": 0, "x1": 1, "xref": "paper", "y0": 1, "y1": 1, "line": {"dash": "dot"}}
@@ -98,9 +98,9 @@ def expected_vs_measured(rows: list[dict]) -> go.Figure:
     rows = [r for r in rows if r["acceptance_rate"] is not None]
     names = [name(r) for r in rows]
     data = [
-        bar(names, [r["tokens_per_forward"] for r in rows], "measured tokens / round", marker={"color": "#10b981"}),
+        bar(names, [r["tokens_per_forward"] for r in rows], "measured tokens / round", marker={"color": "#009E73"}),
         bar(names, [expected_tokens_per_round(r["acceptance_rate"], r["k"]) for r in rows],
-            "expected (1 − α^(K+1)) / (1 − α)", marker={"color": "#a7f3d0"}),
+            "expected (1 − α^(K+1)) / (1 − α)", marker={"color": "#C7EBDF"}),
     ]  # fmt: skip
     return figure(data, _layout("Tokens per round: measured and expected", "drafter", "tokens", barmode="group"))
 
@@ -110,8 +110,8 @@ def model_vs_measured(rows: list[dict]) -> go.Figure:
     rows = [r for r in rows if modelled_speedup(r) is not None]
     names = [name(r) for r in rows]
     data = [
-        bar(names, [r["speedup"] for r in rows], "measured speedup", marker={"color": "#1d4ed8"}),
-        bar(names, [modelled_speedup(r) for r in rows], "model E / (K·c + v)", marker={"color": "#c4b5fd"},
+        bar(names, [r["speedup"] for r in rows], "measured speedup", marker={"color": "#004C77"}),
+        bar(names, [modelled_speedup(r) for r in rows], "model E / (K·c + v)", marker={"color": "#CC79A7"},
             customdata=[[r["draft_cost"], r["verify_cost"]] for r in rows],
             hovertemplate="%{x}: %{y:.2f}× with c=%{customdata[0]:.3f}, v=%{customdata[1]:.2f}"),
     ]  # fmt: skip

@@ -9,7 +9,7 @@ from specviz.charts.figure import bar, figure
 def acceptance_chart(by_position: list[dict]) -> go.Figure:
     """``by_position``: rows of specviz.stats.acceptance_by_position."""
     data = [bar([r["depth"] for r in by_position], [r["rate"] for r in by_position], "accepted / tried",
-                marker={"color": "#10b981"}, text=[f"{r['accepted']}/{r['tried']}" for r in by_position],
+                marker={"color": "#009E73"}, text=[f"{r['accepted']}/{r['tried']}" for r in by_position],
                 textposition="outside")]  # fmt: skip
     return figure(data, {"title": {"text": "Acceptance rate by draft position"}, "height": 260,
                          "margin": {"l": 40, "r": 10, "t": 40, "b": 30},

@@ -11,7 +11,7 @@ from specviz.charts.distributions import DRAW_COLOUR, MIN_COLOUR, P_COLOUR, Q_CO
 from specviz.charts.figure import bar, figure
 from specviz.toy import Overlap
 
-EXACT_COLOUR, BIASED_COLOUR, GREY = "#10b981", "#7c3aed", "#9ca3af"
+EXACT_COLOUR, BIASED_COLOUR, GREY = "#009E73", "#CC79A7", "#999999"
 MARGIN = {"l": 40, "r": 10, "t": 50, "b": 30}
 
 
@@ -29,7 +29,7 @@ def overlap_bars(p: torch.Tensor, q: torch.Tensor, o: Overlap) -> go.Figure:
         bar(x, p.tolist(), "p (target)", marker={"color": P_COLOUR}, width=0.4, offset=-0.42),
         bar(x, q.tolist(), "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
         bar(x, o.overlap.tolist(), "min(p, q)", width=0.9, offset=-0.45,
-            marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#065f46"}}),
+            marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#00664A"}}),
     ]  # fmt: skip
     title = (
         f"p and q: α = Σ min(p, q) = {o.alpha:.4f}<br><sub>a draft is accepted with probability α = 1 − TV(p, q)</sub>"
@@ -54,7 +54,7 @@ def histogram_bars(freq: torch.Tensor, p: torch.Tensor, n: int, tv: float) -> go
     x = list(range(len(p)))
     data = [
         bar(x, freq.tolist(), f"output frequency ({n:,} steps)", marker={"color": MIN_COLOUR,
-            "line": {"color": "#065f46", "width": 1}}),
+            "line": {"color": "#00664A", "width": 1}}),
         {"type": "scatter", "x": x, "y": p.tolist(), "mode": "markers", "name": "p (target)",
          "marker": {"color": P_COLOUR, "symbol": "line-ew-open", "size": 14, "line": {"width": 3}}},
     ]  # fmt: skip

@@ -13,10 +13,11 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, label_text
 from specviz.drafters.base import tree_mask
+from specviz.palette import INK, text_on
 from specviz.record import RoundRecord
 
 OTHER, ROOT, PREFIX, DRAFT, ACCEPTED, REJECTED, UNCHECKED = (
-    "#cbd5e1", "#374151", "#f59e0b", "#3b82f6", "#10b981", "#ef4444", "#94a3b8",
+    "#CBD5E1", "#374151", "#E69F00", "#0072B2", "#009E73", "#D55E00", "#999999",
 )  # fmt: skip
 KIND_NAME = {"other": "trie node", "root": "root", "prefix": "matched prefix", "draft": "draft tree (pruned)",
              "accepted": "accepted path"}  # fmt: skip
@@ -125,8 +126,8 @@ def trie_figure(nodes: list[dict], vocab: str, matched_prefix: list[int], tree: 
         text = ["root" if n == 0 else label(vocab, nodes[n]["token"]) for n in ids]
         fig.add_scatter(
             x=[pos[n][0] for n in ids], y=[pos[n][1] for n in ids], mode="markers+text", name=KIND_NAME[kind],
-            text=text, textfont=dict(color="white" if kind != "other" else "#111827", size=12),
-            marker=dict(size=[30 if n == 0 else 22 for n in ids], color=KIND_COLOUR[kind], symbol="circle", line=dict(width=1, color="#1f2937")),
+            text=text, textfont=dict(color=text_on(KIND_COLOUR[kind]), size=14),  # >= 14 px: read from the back of a room
+            marker=dict(size=[32 if n == 0 else 26 for n in ids], color=KIND_COLOUR[kind], symbol="circle", line=dict(width=1, color=INK)),
             customdata=[[nodes[n]["id"], nodes[n]["frequency"], nodes[n]["depth"], h] for n, h in zip(ids, hidden, strict=True)],
             hovertemplate="<b>%{text}</b>  frequency %{customdata[1]}<br>depth %{customdata[2]}, node %{customdata[0]}"
             "<br>%{customdata[3]} children not drawn<extra>" + KIND_NAME[kind] + "</extra>",
@@ -134,7 +135,7 @@ def trie_figure(nodes: list[dict], vocab: str, matched_prefix: list[int], tree: 
     shown = [n for n in pos if n]
     fig.add_scatter(x=[pos[n][0] + 0.12 for n in shown], y=[pos[n][1] - 0.3 for n in shown], mode="text",
                     hoverinfo="skip", text=[str(nodes[n]["frequency"]) for n in shown], textposition="top right",
-                    textfont=dict(size=10, color="#6b7280"), name="frequency", showlegend=False)  # fmt: skip
+                    textfont=dict(size=10, color="#6B7280"), name="frequency", showlegend=False)  # fmt: skip
 
     leaves = int(max(y for _, y in pos.values())) + 1  # leaves sit at y = 0, 1, 2, ...
     where = (
@@ -182,14 +183,14 @@ def flattening_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
         peak = min(ARC_TOP, 0.3 + 0.25 * (b - a))  # a quadratic Bezier peaks halfway to its control point
         hot = a in on_path and b in on_path
         fig.add_shape(type="path", path=f"M {a},0.25 Q {(a + b) / 2},{0.25 + 2 * peak} {b},0.25", layer="below",
-                      line=dict(color=ACCEPTED if hot else "#9ca3af", width=3 if hot else 1))  # fmt: skip
+                      line=dict(color=ACCEPTED if hot else "#999999", width=3 if hot else 1))  # fmt: skip
     for kind in ("root", "accepted", "rejected", "unchecked"):
         ids = [i for i, s in enumerate(status) if s == kind]
         if not ids:
             continue
         fig.add_scatter(
             x=ids, y=[0] * len(ids), mode="markers+text", text=[labels[i] for i in ids], name=kind,
-            marker=dict(symbol="square", size=30, color=colour[kind]), textfont=dict(color="white", size=14),
+            marker=dict(symbol="square", size=30, color=colour[kind]), textfont=dict(color=text_on(colour[kind]), size=14),
             customdata=[[r.draft_positions[i], i - 1] for i in ids],
             hovertemplate="<b>%{text}</b> position id %{customdata[0]}, draft node %{customdata[1]}<extra>" + kind + "</extra>",
         )  # fmt: skip
@@ -224,7 +225,7 @@ def mask_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
     on_path = [0] + [i + 1 for i in r.accepted_path]
     rows = [("✓ " if i in on_path else "") + t for i, t in enumerate(rows)]
     fig = go.Figure(go.Heatmap(z=z, x=list(range(n)), y=list(range(n)), zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
-                               colorscale=[[0, "#f3f4f6"], [1, DRAFT]], customdata=[[rows[i]] * n for i in range(n)],
+                               colorscale=[[0, "#F7F7F7"], [1, DRAFT]], customdata=[[rows[i]] * n for i in range(n)],
                                hovertemplate="row %{customdata}<br>column %{x}: %{z}<extra></extra>"))  # fmt: skip
     for i in on_path:
         fig.add_shape(type="rect", x0=-0.5, x1=n - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=ACCEPTED, width=3),
@@ -250,13 +251,13 @@ def kv_gather_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
     for kind, ids in (("kept", [i for i in written if i in kept]), ("dropped", [i for i in written if i not in kept])):
         if ids:
             fig.add_scatter(x=ids, y=[1] * len(ids), mode="markers+text", name=f"after verify: {kind}",
-                            text=[labels[i - r.kv_before] for i in ids], textfont=dict(color="white"),
-                            marker=dict(symbol="square", size=24, color=ACCEPTED if kind == "kept" else REJECTED),
+                            text=[labels[i - r.kv_before] for i in ids], textfont=dict(color="white", size=14),
+                            marker=dict(symbol="square", size=26, color=ACCEPTED if kind == "kept" else REJECTED),
                             hovertemplate="cache index %{x}<extra>" + kind + "</extra>")  # fmt: skip
     after = list(range(r.kv_before, r.kv_before + len(kept)))
     fig.add_scatter(x=after, y=[0] * len(after), mode="markers+text", name="after gather",
-                    text=[labels[i - r.kv_before] for i in kept], textfont=dict(color="white"),
-                    marker=dict(symbol="square", size=24, color=ACCEPTED), hovertemplate="cache index %{x}<extra>kept</extra>")  # fmt: skip
+                    text=[labels[i - r.kv_before] for i in kept], textfont=dict(color="white", size=14),
+                    marker=dict(symbol="square", size=26, color=ACCEPTED), hovertemplate="cache index %{x}<extra>kept</extra>")  # fmt: skip
     fig.add_annotation(x=r.kv_before - 0.6, y=0.5, xanchor="right", showarrow=False,
                        text=f"entries 0…{r.kv_before - 1}:<br>earlier context, kept")  # fmt: skip
     how = "gather" if r.tree_mask is not None else "trim"

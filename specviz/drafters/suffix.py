@@ -46,11 +46,11 @@ def suffix_array(text: np.ndarray, progress: bool = False) -> np.ndarray:
     extensions), by prefix doubling: sort by the first 2h tokens using the ranks of the first h.
     (n,) ints -> (n,) int64"""
     n = len(text)
-    rank = text.astype(np.int64)
+    rank = np.unique(text, return_inverse=True)[1].astype(np.int64).reshape(-1)  # dense: every rank < n
     sa = np.argsort(rank, kind="stable")
     h = 1
     with tqdm(total=max(1, math.ceil(math.log2(max(n, 2)))), desc="suffix array", unit="pass",
-              disable=not progress, leave=False) as bar:  # fmt: skip
+              disable=None if progress else True, leave=False) as bar:  # fmt: skip
         while h < n:
             second = np.zeros(n, dtype=np.int64)  # 0: the suffix ends before 2h (sorts first)
             second[: n - h] = rank[h:] + 1

@@ -9,6 +9,9 @@ with n_layers=n), writing each drafted token's keys and values where the verific
 them next, as scratch after the committed entries. The verify pass then overwrites them with the
 same values, and the target's trim keeps the accepted ones: there is no draft cache to trim or
 prefill, ever. A round costs k one-token passes through n layers, plus the usual verify pass.
+What is not saved: the verify pass is the engine's one full forward, so it computes the first n
+layers of the k drafted tokens again (LayerSkip proper resumes verification from the exit layer's
+hidden states; that would need a second verify path in the engine).
 
 When the context window jumps (every half block past block_size) the target's cache is stale at
 draft time and the engine re-prefills it in the verify pass: that round is not drafted (an empty

@@ -121,14 +121,14 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False) -> None:
     p.add_argument("--nasd-continue-if-unknown", action="store_true", help="fill unknown contexts instead of stopping")
     p.add_argument("--lookup-max-ngram", type=int, default=d.lookup_max_ngram)
     p.add_argument("--lookup-min-ngram", type=int, default=d.lookup_min_ngram)
-    p.add_argument(
-        "--distilled-context", type=int, default=d.distilled_context, help="distilled: L, the longest context"
-    )
-    p.add_argument("--distilled-nodes", type=int, default=d.distilled_nodes, help="distilled-tree: node budget")
     p.add_argument("--suffix-max-match", type=int, default=d.suffix_max_match, help="suffix: longest suffix matched")
     p.add_argument("--suffix-min-prob", type=float, default=d.suffix_min_prob, help="suffix: path probability to grow")
     p.add_argument("--suffix-max-nodes", type=int, default=d.suffix_max_nodes, help="suffix: node budget")
     p.add_argument("--layer-skip-layers", type=int, default=d.layer_skip_layers, help="layer-skip: layers that draft")
+    p.add_argument(
+        "--distilled-context", type=int, default=d.distilled_context, help="distilled: L, the longest context"
+    )
+    p.add_argument("--distilled-nodes", type=int, default=d.distilled_nodes, help="distilled-tree: node budget")
     p.add_argument("--json", action="store_true", help="print one JSON object")
 
 

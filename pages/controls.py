@@ -47,6 +47,12 @@ HELP = {
     "distilled_context": "Distilled: L, the longest context (in characters) looked up in the table of the target's "
     "own predictions; shorter ones are the back-off.",
     "distilled_nodes": "Distilled tree: the node budget of the best-first draft tree.",
+    "suffix_max_match": "Suffix decoding: the longest suffix of the context looked up in the context and corpus indices.",
+    "suffix_min_prob": "Suffix decoding: grow the candidate tree while a path's empirical probability (its count over "
+    "the match's) is at least this; lower grows bigger trees.",
+    "suffix_max_nodes": "Suffix decoding: the most nodes in the candidate tree.",
+    "layer_skip_layers": "Layer-skip: how many of the target's first layers draft, exiting early through its final "
+    "norm and head; more layers draft better and cost more.",
 }
 
 
@@ -111,6 +117,10 @@ def sidebar() -> RunSpec:
             _number("lookup_min_ngram", "Prompt-lookup min n-gram")
             _number("distilled_context", "Distilled L (context)")
             _number("distilled_nodes", "Distilled tree nodes")
+            _number("suffix_max_match", "Suffix max match")
+            _number("suffix_min_prob", "Suffix min path probability", 0.05)
+            _number("suffix_max_nodes", "Suffix tree nodes")
+            _number("layer_skip_layers", "Layer-skip draft layers")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

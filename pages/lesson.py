@@ -146,3 +146,5 @@ st.markdown(step.text)
 draw(step, trace, timing, settings, predict, i)
 with st.expander("Glossary: every metric the app shows", expanded=False):
     glossary_table(trace.rounds, settings.k, counts=False, timing=timing)
+    for entry in lesson.DRAFTER_GLOSSARY:
+        st.markdown(f"**{entry['drafter']}** ({md(entry['paper'])}). {md(entry['text'])}")

@@ -117,23 +117,43 @@ class CachedModel:
         """Run ``tokens`` after the cache. Their keys and values are written after the committed
         entries, as scratch until ``keep``. tree_mask: (T, T) bool among the new tokens, True = may
         attend (None: causal); every new token sees the whole cache. -> (T, V) logits, or None."""
-        T, P, nh, hs, w = len(tokens), self.length, self.n_head, self.hs, self.w
-        if self.capacity < P + T:
-            self._alloc(2 * (P + T))
+        T, P = len(tokens), self.length
+        self.reserve(P + T)
+        x = self.embed(tokens, positions)  # (T, C)
+        mask = None
+        if T > 1 and P > 0 or tree_mask is not None:
+            new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
+            mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
+        x = self.blocks(x, P, mask)
+        self._new = T
+        if not logits:
+            return None
+        return self.head(x)  # (T, V)
+
+    def reserve(self, n: int) -> None:
+        """Room for n entries (committed and scratch)."""
+        if self.capacity < n:
+            self._alloc(2 * n)
+
+    def embed(self, tokens: list[int], positions: list[int]) -> torch.Tensor:
+        """Token plus position embeddings; PositionError outside the window. -> (T, C)"""
         lo, hi = min(positions), max(positions)
         if lo < 0 or hi >= self.block_size:
             bad = hi if hi >= self.block_size else lo
             raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
         idx = torch.tensor(tokens, device=self.device)
         pos = torch.tensor(positions, device=self.device)
-        x = w.wte[idx] + w.wpe[pos]  # (T, C)
-        mask = None
-        if T > 1 and P > 0 or tree_mask is not None:
-            new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
-            mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
-        C = self.n_embd
+        return self.w.wte[idx] + self.w.wpe[pos]  # (T, C)
+
+    def blocks(self, x: torch.Tensor, P: int, mask=None, n_layers: int | None = None) -> torch.Tensor:
+        """The first ``n_layers`` transformer blocks (all by default) over x (T, C): the new keys and
+        values are written at cache entries P..P+T-1 and attend to entries 0..P-1 (plus ``mask``,
+        (T, P+T) bool, among themselves; None: causal for a prefill, or one token seeing all).
+        Shared by the full forward and the layer-skip draft (specviz/drafters/layer_skip.py),
+        which runs the first layers only. -> (T, C) the residual stream after the last block run"""
+        T, C, nh, hs = x.size(0), self.n_embd, self.n_head, self.hs
         for (ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b), (K, V) in zip(
-            w.layers, self.kv, strict=True
+            self.w.layers[:n_layers], self.kv[:n_layers], strict=True
         ):
             qkv = torch.addmm(attn_b, F.layer_norm(x, (C,), ln1_w, ln1_b), attn_w)  # (T, 3C)
             q, k, v = qkv.view(T, 3, nh, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
@@ -150,10 +170,11 @@ class CachedModel:
             x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
             h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
             x = x + torch.addmm(fc2_b, h, fc2_w)
-        self._new = T
-        if not logits:
-            return None
-        return F.layer_norm(x, (C,), *w.ln_f) @ w.lm_head_t  # (T, V)
+        return x
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        """The final layer norm and the language-model head (also the layer-skip draft's early exit). (T, C) -> (T, V)"""
+        return F.layer_norm(x, (self.n_embd,), *self.w.ln_f) @ self.w.lm_head_t  # (T, V)
 
     def keep(self, new: list[int], tokens: list[int]) -> None:
         """Commit entries of the last forward: ``new`` are their indices among its inputs (a

@@ -121,6 +121,10 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
     p.add_argument("--nasd-continue-if-unknown", action="store_true", help="fill unknown contexts instead of stopping")
     p.add_argument("--lookup-max-ngram", type=int, default=d.lookup_max_ngram)
     p.add_argument("--lookup-min-ngram", type=int, default=d.lookup_min_ngram)
+    p.add_argument("--suffix-max-match", type=int, default=d.suffix_max_match, help="suffix: longest suffix matched")
+    p.add_argument("--suffix-min-prob", type=float, default=d.suffix_min_prob, help="suffix: path probability to grow")
+    p.add_argument("--suffix-max-nodes", type=int, default=d.suffix_max_nodes, help="suffix: node budget")
+    p.add_argument("--layer-skip-layers", type=int, default=d.layer_skip_layers, help="layer-skip: layers that draft")
     p.add_argument(
         "--distilled-context", type=int, default=d.distilled_context, help="distilled: L, the longest context"
     )
@@ -146,6 +150,8 @@ def prepare(args, max_new_tokens: int):
         prompt = tokenizer.encode(args.prompt)
     except UnknownCharactersError as e:
         raise CLIError(f"the prompt has {e}") from None
+    if settings.drafter == "layer-skip" and settings.layer_skip_layers >= config.n_layer:
+        raise CLIError(f"--layer-skip-layers must be below {args.model}'s {config.n_layer} layers")
     if settings.drafter == "neural":
         tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
         if tiny_tokenizer.chars != tokenizer.chars:

@@ -50,6 +50,10 @@ class Settings:
     lookup_min_ngram: int = 1
     distilled_context: int = 8  # L: longest context the distilled drafters look up
     distilled_nodes: int = 16  # node budget of the distilled tree
+    suffix_max_match: int = 16  # suffix: longest context suffix matched in the indices
+    suffix_min_prob: float = 0.1  # suffix: grow the tree while a path's empirical probability is at least this
+    suffix_max_nodes: int = 16  # suffix: node budget of the candidate tree
+    layer_skip_layers: int = 2  # layer-skip: the target's first n layers draft (1 .. n_layer - 1; the target has 4)
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -92,6 +96,14 @@ class Settings:
             raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram <= 64")
         if not 0 <= self.distilled_context <= MAX_CONTEXT or not 1 <= self.distilled_nodes <= 64:
             raise ValueError(f"the distilled drafters need 0 <= L <= {MAX_CONTEXT} and 1 <= nodes <= 64")
+        if not 1 <= self.suffix_max_match <= 64 or not 1 <= self.suffix_max_nodes <= 64:
+            raise ValueError("suffix decoding needs 1 <= max match <= 64 and 1 <= max nodes <= 64")
+        if not 0 <= self.suffix_min_prob <= 1:  # not (a <= x <= b) is also True for nan
+            raise ValueError(
+                f"suffix decoding's min probability must be between 0 and 1, got {cut(self.suffix_min_prob)}"
+            )
+        if not 1 <= self.layer_skip_layers <= 63:  # the model's own bound (< n_layer) is checked by the drafter
+            raise ValueError(f"layer-skip drafts with 1 to n_layer - 1 layers, got {self.layer_skip_layers}")
 
 
 class Generation:
@@ -105,7 +117,9 @@ class Generation:
         self.settings = settings
         self.target = CachedModel(target.model)
         assert drafter is None or not drafter.stateful
-        self.drafter: Drafter = drafter or make_drafter(settings.drafter, settings, target, prompt, draft_model)
+        self.drafter: Drafter = drafter or make_drafter(
+            settings.drafter, settings, target, prompt, draft_model, self.target
+        )
         self.verifier = get_verifier(settings.verification)
         self.adaptive = AdaptiveK(settings.k, self.drafter.draft_cost) if settings.k_auto else None
         self.gen = torch.Generator().manual_seed(settings.seed)

@@ -217,3 +217,19 @@ def glossary(rounds: list[RoundRecord], k: int, timing: dict | None = None) -> l
          "counts": speed_counts, "value": speed_value,
          "definition": DEFINITIONS["speedup"] + " The shoot-out page measures it over whole runs and every drafter."},
     ]  # fmt: skip
+
+
+# Drafters in the glossary: a paragraph each, naming the paper (the methods atlas, issue 14).
+DRAFTER_GLOSSARY = [
+    {"drafter": "suffix", "paper": "SuffixDecoding (Oliaro et al., 2024)",
+     "text": "Suffix decoding drafts with no model at all: it finds the longest suffix of the text so far that "
+     "occurred before, in this generation's own text or in the training corpus, and proposes a tree of what "
+     "followed those occurrences, the most frequent continuations first. The tree grows only while a path's "
+     "empirical probability stays high, so a long, unambiguous match (a refrain, a quote) drafts a deep chain "
+     "and a vague one drafts little."},
+    {"drafter": "layer-skip", "paper": "LayerSkip (Elhoushi et al., 2024); Draft & Verify (Zhang et al., 2023)",
+     "text": "Layer-skip is self-speculation: the target drafts for itself with only its first n layers, exiting "
+     "early through its own final norm and output head, then checks the draft with all its layers. The draft "
+     "layers' keys and values are the target's own, so the draft reuses the target's cache and nothing is "
+     "prefilled twice; more draft layers guess better but cost more."},
+]  # fmt: skip

@@ -47,6 +47,9 @@ Brought hither Henry Hereford thy bold son,
 Here to make good the boisterous late appeal,
 """
 
+# Feste's refrain (Twelfth Night), sung three times: it fits the model's window with room to spare.
+_REFRAIN = "With hey, ho, the wind and the rain,\nFor the rain it raineth every day.\n" * 3
+
 
 @dataclass(frozen=True)
 class Preset:
@@ -95,6 +98,23 @@ PRESETS = (
         "structured",
         _CITIZENS + "First Citizen:\nBefore we proceed",
         "Dialogue whose first line comes back: structure plus quoting.",
+    ),
+)
+# The methods atlas (issue 14): where suffix decoding shines, and where it cannot.
+PRESETS += (
+    Preset(
+        "A song's refrain",
+        "repetitive",
+        _REFRAIN + "With hey, ho,",
+        "A refrain sung three times: suffix decoding matches a long suffix in the context (and the corpus) and "
+        "drafts deep, confident chains.",
+    ),
+    Preset(
+        "Gibberish",
+        "free",
+        "zqx vbj, kwy plm; gxt qzv jkw: vpl zyx",
+        "Letters in no order: only a character or two matches in the context or the corpus, so suffix "
+        "decoding's trees stay small and shallow and it cannot help (until the model drifts back to Shakespeare).",
     ),
 )
 

@@ -123,6 +123,17 @@ def test_distilled_drafters_match_the_real_target(target, drafter, path, tempera
 
 
 @pytest.mark.real_target
+@pytest.mark.parametrize("temperature", [0.5, 1.0])
+@pytest.mark.parametrize("drafter, path", [("suffix", "deterministic tree"), ("layer-skip", "sampled chain")])
+def test_atlas_drafters_match_the_real_target(target, drafter, path, temperature):
+    """Suffix decoding (its corpus index is the real target's vocabulary) and layer-skip (the
+    real target's own first layers), at K = 4 so every draft position is covered."""
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=7000)
+    check_lossless(run_exactness(target, prompt, settings, samples=600), f"{drafter} ({path}) at T={temperature}")
+
+
+@pytest.mark.real_target
 def test_adaptive_k_matches_the_real_target(target):
     """K chosen from past rounds only: the runs stay exact (K varies from round to round within a run)."""
     prompt = target.tokenizer.encode(PROMPT)

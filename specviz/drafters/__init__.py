@@ -4,14 +4,18 @@ from models.distilled import load_table
 from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
+from specviz.drafters.layer_skip import LayerSkipDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
 from specviz.drafters.prompt_lookup import PromptLookupDrafter
+from specviz.drafters.suffix import SuffixDrafter, corpus_index
 from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "distilled", "distilled-tree")
 TREE_DRAFTERS = ("trie", "distilled-tree")  # drafters that send trees (chains-only verifiers refuse them)
+DRAFTERS += ("suffix", "layer-skip")  # the methods atlas (issue 14): suffix decoding, layer-skip self-speculation
+TREE_DRAFTERS += ("suffix",)
 SAMPLED_TREE_DRAFTERS: tuple[str, ...] = ()  # trees of sampled tokens (Draft.sampling set at T > 0)
 
 
@@ -25,9 +29,11 @@ class NoDrafter(Drafter):
         return chain([])
 
 
-def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None) -> Drafter:
+def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None, target_cache=None) -> Drafter:
     """``settings`` carries the knobs (see specviz.engine.Settings); ``draft_model`` is the
     tiny GPT, needed only by the neural drafter."""
+    # target_cache: the generation's own target CachedModel, needed only by layer-skip, which
+    # drafts with the target's first layers inside the target's KV cache (no second prefill).
     s = settings
     if name == "none":
         return NoDrafter()
@@ -46,6 +52,13 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         if name == "distilled":
             return DistilledDrafter(table, s.min_context_count, s.distilled_context)
         return DistilledTreeDrafter(table, s.min_context_count, s.distilled_context, s.distilled_nodes)
+    if name == "suffix":
+        corpus = corpus_index(chars=target_ckpt.tokenizer.chars)
+        return SuffixDrafter(prompt, corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes)
+    if name == "layer-skip":
+        if target_cache is None:
+            raise ValueError("the layer-skip drafter drafts in the target's KV cache: pass target_cache")
+        return LayerSkipDrafter(target_cache, s.layer_skip_layers)
     if name == "neural":
         if draft_model is None:
             raise ValueError("the neural drafter needs the tiny draft model")

@@ -11,6 +11,7 @@ wants to see about how the draft was made; it must be JSON-serialisable (plain l
 ints, floats, strings).
 """
 
+import heapq
 from dataclasses import dataclass, field
 
 import torch
@@ -101,3 +102,29 @@ def sample_chain(next_dist, context: list[int], k: int, temperature: float, gen:
         seq.append(x)
     q = torch.stack(qs) if qs else None  # (k, V)
     return Draft(tokens, list(range(-1, k - 1)), q, {"positions": notes})
+
+
+def grow_tree(children, root, k: int, max_nodes: int, min_score: float = 0.0) -> tuple[list[int], list[int], list]:
+    """A deterministic draft tree grown best first: ``children(state) -> [(token, score, state)]``
+    lists a node's children ranked (best first), each with its score, which never exceeds its
+    parent's (a path probability). Keep the highest-scoring nodes, at least ``min_score``, at most
+    ``k`` deep and ``max_nodes`` in all (ties: the earlier in depth-first order), and flatten them
+    depth first, siblings by rank, as tree attention and the tree view expect.
+    -> (tokens, parents, [(depth, score, state)] per node)"""
+    # Heap entries: (-score, rank path, token, parent node, state). A child's score never exceeds
+    # its parent's and its rank path sorts after it, so a parent always pops first.
+    heap = [(-s, (r,), t, -1, st) for r, (t, s, st) in enumerate(children(root))] if k > 0 else []
+    heapq.heapify(heap)
+    kept = []  # (rank path, token, parent node, score, state)
+    while heap and len(kept) < max_nodes and -heap[0][0] >= min_score:
+        neg, ranks, tok, parent, state = heapq.heappop(heap)
+        node = len(kept)
+        kept.append((ranks, tok, parent, -neg, state))
+        if len(ranks) < k:
+            for r, (t, s, st) in enumerate(children(state)):
+                heapq.heappush(heap, (-s, ranks + (r,), t, node, st))
+    order = sorted(range(len(kept)), key=lambda i: kept[i][0])
+    index = {old: new for new, old in enumerate(order)}
+    tokens = [kept[i][1] for i in order]
+    parents = [-1 if kept[i][2] == -1 else index[kept[i][2]] for i in order]
+    return tokens, parents, [(len(kept[i][0]), kept[i][3], kept[i][4]) for i in order]

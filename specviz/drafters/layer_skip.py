@@ -1,0 +1,79 @@
+"""Layer-skip self-speculation (LayerSkip, Elhoushi et al., 2024; Draft & Verify, Zhang et al.,
+2023): the target drafts for itself with its first n layers only, exiting early through its own
+final layer norm and lm_head. No second model, no second vocabulary, no second prompt to prefill.
+
+The draft's cache is the target's cache. Layer i < n of the full model computes exactly the same
+keys and values as layer i of the early-exit model for the same tokens at the same positions, so
+the drafter takes no copy: it runs its n layers in the target's own KV buffers (CachedModel.blocks
+with n_layers=n), writing each drafted token's keys and values where the verification pass writes
+them next, as scratch after the committed entries. The verify pass then overwrites them with the
+same values, and the target's trim keeps the accepted ones: there is no draft cache to trim or
+prefill, ever. A round costs k one-token passes through n layers, plus the usual verify pass.
+What is not saved: the verify pass is the engine's one full forward, so it computes the first n
+layers of the k drafted tokens again (LayerSkip proper resumes verification from the exit layer's
+hidden states; that would need a second verify path in the engine).
+
+When the context window jumps (every half block past block_size) the target's cache is stale at
+draft time and the engine re-prefills it in the verify pass: that round is not drafted (an empty
+draft, said in the notes) rather than prefilling the first n layers twice.
+
+q is the temperature-scaled early-exit distribution (a sampled chain at T > 0, argmax at T = 0),
+exactly what each token was drawn from, so verification stays lossless whatever n is; n only
+changes how often drafts are accepted. Without an early-exit fine-tune (LayerSkip trains one),
+the shallow exits of this 4-layer model are rough guesses.
+"""
+
+import torch
+
+from specviz.cached_model import CachedModel, window_start
+from specviz.drafters.base import Drafter, chain, sample_chain
+from specviz.sampling import probs_from_logits
+
+
+class LayerSkipDrafter(Drafter):
+    name = "layer-skip"
+    stateful = True  # bound to one generation's target cache
+    # Per drafted token, in target forward units: one token through n of the target's L layers,
+    # plus the shared head. On this CPU a pass is mostly per-op overhead, so it scales with the
+    # layers run: measured 0.40 of a (K + 1)-token verify pass at n = 2 of 4, i.e. 0.8 n / L;
+    # set per instance from the actual n.
+    draft_cost = 0.4
+
+    def __init__(self, target: CachedModel, n_layers: int):
+        L = len(target.w.layers)
+        if not 1 <= n_layers < L:
+            raise ValueError(f"layer-skip needs 1 <= layers < {L} (the target's layer count), got {n_layers}")
+        self.target, self.n = target, n_layers
+        self.draft_cost = 0.8 * n_layers / L
+        self.fed = 0  # tokens run through the n draft layers, all rounds (tests: no prefill hides here)
+
+    def early_exit_logits(self, token: int, index: int) -> torch.Tensor:
+        """Feed one token at cache entry ``index`` (position index) through the first n layers and
+        exit early; it attends to every entry before it. -> (V,) logits"""
+        t = self.target
+        t.reserve(index + 1)
+        x = t.blocks(t.embed([token], [index]), index, None, self.n)  # (1, C)
+        self.fed += 1
+        return t.head(x)[0]  # (V,)
+
+    @torch.no_grad()
+    def draft(self, context, k, temperature, gen):
+        t = self.target
+        if t.start != window_start(len(context), t.block_size):
+            return chain([], notes={"layers": self.n, "skipped": "the window moved: the verify pass re-prefills the "
+                                    "target's cache, and drafting resumes from it next round"})  # fmt: skip
+        # Round 0 (or a cache behind the context): the prefill the verify pass would do anyway, done
+        # now so that the draft can read it. It is not repeated: the engine's sync then finds it done.
+        t.sync(context)
+        P = t.length  # the root (context[-1]) goes at entry P, drafted token j at P + 1 + j
+
+        def next_dist(seq):
+            j = len(seq) - len(context)  # tokens drafted so far
+            # Untempered: sample_chain applies the temperature once, as for the target's p.
+            return probs_from_logits(self.early_exit_logits(seq[-1], P + j), 1.0), {}
+
+        fed = self.fed
+        draft = sample_chain(next_dist, context, k, temperature, gen)
+        draft.notes = {"layers": self.n, "of": len(t.w.layers), "cache_entries_reused": P,
+                       "tokens_fed": self.fed - fed}  # fmt: skip
+        return draft

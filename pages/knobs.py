@@ -34,8 +34,9 @@ def drafter_gate(session: Session, drafters: str | tuple[str, ...], what: str) -
     which = " or ".join(f"**{d}**" for d in drafters)
     st.info(f"This page shows {what}, which only the {which} drafter{'s have' if len(drafters) > 1 else ' has'}. "
             f"The sidebar's drafter is **{current}**.")  # fmt: skip
-    for col, d in zip(st.columns(len(drafters)), drafters, strict=True):
-        col.button(f"Switch the drafter to {d}", on_click=_use, args=("drafter", d), type="primary",
+    row = st.container(horizontal=True)  # wraps: every label whole, however many drafters
+    for d in drafters:
+        row.button(f"Switch the drafter to {d}", on_click=_use, args=("drafter", d), type="primary",
                    key=f"switch_to_{d}")  # fmt: skip
     return False
 

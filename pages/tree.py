@@ -14,6 +14,8 @@ KNOBS = {
     "trie": ({"trie_n": "n (n-gram length)", "trie_prefix_len": "L_p (prefix length)",
               "trie_num_draft": "num_draft (tree size)"}, "the trie"),
     "distilled-tree": ({"distilled_context": "L (context)", "distilled_nodes": "node budget"}, "the draft tree"),
+    "suffix": ({"suffix_max_match": "longest match", "suffix_min_prob": "min path probability",
+                "suffix_max_nodes": "node budget"}, "the suffix indices' tree"),
 }  # fmt: skip
 
 page_setup()

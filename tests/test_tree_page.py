@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 from models.checkpoint import load_checkpoint
 from specviz.charts import tree as charts
+from specviz.drafters import TREE_DRAFTERS
 from specviz.drafters.trie import NGramTrie
 from specviz.engine import Session, Settings
 from specviz.presets import preset
@@ -155,8 +156,9 @@ def specs(at) -> list[dict]:
 def test_page_switches_drafter_steps_and_rebuilds():
     at = open_page("pages/tree.py", {"preset": "Quote a passage"})
     # the sidebar's default is the trigram; every tree drafter is offered
-    assert any("only the **trie** or **distilled-tree** drafters" in i.value for i in at.info)
-    assert at.button(key="switch_to_distilled-tree")
+    named = " or ".join(f"**{d}**" for d in TREE_DRAFTERS)
+    assert any(f"only the {named} drafters" in i.value for i in at.info)
+    assert all(at.button(key=f"switch_to_{d}") for d in TREE_DRAFTERS)
     assert not at.get("plotly_chart")
     at.button(key="switch_to_trie").click().run()
     assert not at.exception and at.sidebar.selectbox(key="ctl_drafter").value == "trie"

@@ -112,12 +112,35 @@ class CachedModel:
         n = self.length
         return [(k[None, :, :n], v[None, :, :n]) for k, v in self.kv]
 
-    @torch.no_grad()
     def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True):
         """Run ``tokens`` after the cache. Their keys and values are written after the committed
-        entries, as scratch until ``keep``. tree_mask: (T, T) bool among the new tokens, True = may
-        attend (None: causal); every new token sees the whole cache. -> (T, V) logits, or None."""
-        T, P, nh, hs, w = len(tokens), self.length, self.n_head, self.hs, self.w
+        entries, as scratch until ``keep`` (the last forward's scratch is dropped). tree_mask: (T, T)
+        bool among the new tokens, True = may attend (None: causal); every new token sees the whole
+        cache. -> (T, V) logits, or None."""
+        T, P = len(tokens), self.length
+        mask = None
+        if T > 1 and P > 0 or tree_mask is not None:
+            new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
+            mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
+        self._new = 0
+        return self._run(tokens, positions, mask, logits)
+
+    def extend(self, tokens: list[int], positions: list[int], scratch_mask: torch.Tensor, logits: bool = True):
+        """Run ``tokens`` after the scratch of the forward (and extends) since the last ``keep``:
+        a draft tree grown one depth per pass. scratch_mask: (T, S+T) bool over the S scratch
+        entries, then the new tokens, True = may attend; every new token sees the whole committed
+        cache. The new entries join the scratch (``keep`` indexes all of it). -> (T, V) logits, or None."""
+        T, S = len(tokens), self._new
+        assert scratch_mask.shape == (T, S + T), "the mask covers the scratch and the new tokens"
+        mask = torch.cat([torch.ones(T, self.length, dtype=torch.bool), scratch_mask], dim=1)  # (T, P+S+T)
+        return self._run(tokens, positions, mask, logits)
+
+    @torch.no_grad()
+    def _run(self, tokens: list[int], positions: list[int], mask: torch.Tensor | None, logits: bool):
+        """The lean pass: writes keys and values after the committed entries and the scratch.
+        mask: (T, P+S+T) bool, or None for a causal prefill or a single token."""
+        T, nh, hs, w = len(tokens), self.n_head, self.hs, self.w
+        P = self.length + self._new  # where the new entries go: after the cache and the scratch
         if self.capacity < P + T:
             self._alloc(2 * (P + T))
         lo, hi = min(positions), max(positions)
@@ -127,10 +150,6 @@ class CachedModel:
         idx = torch.tensor(tokens, device=self.device)
         pos = torch.tensor(positions, device=self.device)
         x = w.wte[idx] + w.wpe[pos]  # (T, C)
-        mask = None
-        if T > 1 and P > 0 or tree_mask is not None:
-            new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
-            mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
         C = self.n_embd
         for (ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b), (K, V) in zip(
             w.layers, self.kv, strict=True
@@ -150,7 +169,7 @@ class CachedModel:
             x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
             h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
             x = x + torch.addmm(fc2_b, h, fc2_w)
-        self._new = T
+        self._new += T
         if not logits:
             return None
         return F.layer_norm(x, (C,), *w.ln_f) @ w.lm_head_t  # (T, V)

@@ -50,6 +50,8 @@ class Settings:
     lookup_min_ngram: int = 1
     distilled_context: int = 8  # L: longest context the distilled drafters look up
     distilled_nodes: int = 16  # node budget of the distilled tree
+    neural_tree_nodes: int = 16  # node budget of the neural draft tree
+    neural_tree_children: int = 3  # the most children per node of the neural draft tree
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -92,6 +94,13 @@ class Settings:
             raise ValueError("prompt lookup needs 1 <= min ngram <= max ngram <= 64")
         if not 0 <= self.distilled_context <= MAX_CONTEXT or not 1 <= self.distilled_nodes <= 64:
             raise ValueError(f"the distilled drafters need 0 <= L <= {MAX_CONTEXT} and 1 <= nodes <= 64")
+        if not 1 <= self.neural_tree_nodes <= 64:
+            raise ValueError(
+                f"the neural tree's node budget must be between 1 and 64, got {cut(self.neural_tree_nodes)}"
+            )
+        if not 1 <= self.neural_tree_children <= 8:
+            raise ValueError(f"the neural tree's children per node must be between 1 and 8, "
+                             f"got {cut(self.neural_tree_children)}")  # fmt: skip
 
 
 class Generation:

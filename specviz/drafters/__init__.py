@@ -6,13 +6,20 @@ from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
+from specviz.drafters.neural_tree import NeuralTreeDrafter
 from specviz.drafters.prompt_lookup import PromptLookupDrafter
 from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
-DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "distilled", "distilled-tree")
-TREE_DRAFTERS = ("trie", "distilled-tree")  # drafters that send trees (chains-only verifiers refuse them)
-SAMPLED_TREE_DRAFTERS: tuple[str, ...] = ()  # trees of sampled tokens (Draft.sampling set at T > 0)
+DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
+            "distilled-tree")  # fmt: skip
+TREE_DRAFTERS = (
+    "trie",
+    "neural-tree",
+    "distilled-tree",
+)  # drafters that send trees (chains-only verifiers refuse them)
+SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
+NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
 
 
 class NoDrafter(Drafter):
@@ -27,7 +34,7 @@ class NoDrafter(Drafter):
 
 def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None) -> Drafter:
     """``settings`` carries the knobs (see specviz.engine.Settings); ``draft_model`` is the
-    tiny GPT, needed only by the neural drafter."""
+    tiny GPT, needed only by the neural drafters (NEURAL_DRAFTERS)."""
     s = settings
     if name == "none":
         return NoDrafter()
@@ -46,15 +53,18 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         if name == "distilled":
             return DistilledDrafter(table, s.min_context_count, s.distilled_context)
         return DistilledTreeDrafter(table, s.min_context_count, s.distilled_context, s.distilled_nodes)
-    if name == "neural":
+    if name in NEURAL_DRAFTERS:
         if draft_model is None:
-            raise ValueError("the neural drafter needs the tiny draft model")
-        return NeuralDrafter(draft_model)
+            raise ValueError(f"the {name} drafter needs the tiny draft model")
+        if name == "neural":
+            return NeuralDrafter(draft_model)
+        return NeuralTreeDrafter(draft_model, s.neural_tree_nodes, s.neural_tree_children, s.tree_sampling)
     raise ValueError(f"unknown drafter {name!r}; choose one of: {', '.join(DRAFTERS)}")
 
 
 __all__ = [
     "DRAFTERS",
+    "NEURAL_DRAFTERS",
     "SAMPLED_TREE_DRAFTERS",
     "TREE_DRAFTERS",
     "Draft",

@@ -53,6 +53,15 @@ def tree_mask(parents: list[int]) -> torch.Tensor:
     return mask
 
 
+def depth_first(paths: list[tuple[int, ...]]) -> tuple[list[int], list[int]]:
+    """Flatten a tree whose nodes are named by their paths of sibling ranks ((0,), (0, 2), ...; any
+    order, every parent present) depth first, siblings by rank, as tree attention and the tree view
+    expect. -> (order, parents): order[i] is the node placed at i, parents[i] its parent's new index."""
+    order = sorted(range(len(paths)), key=paths.__getitem__)
+    index = {paths[old]: new for new, old in enumerate(order)}
+    return order, [index.get(paths[i][:-1], -1) for i in order]  # the root's path () is not a node: -1
+
+
 def chain(tokens: list[int], q: torch.Tensor | None = None, notes: dict | None = None) -> Draft:
     return Draft(list(tokens), list(range(-1, len(tokens) - 1)), q, notes or {})
 

@@ -19,7 +19,7 @@ import heapq
 import torch
 
 from models.distilled import DistilledTable
-from specviz.drafters.base import Draft, Drafter, chain
+from specviz.drafters.base import Draft, Drafter, chain, depth_first
 from specviz.sampling import draw, scale_probs
 
 TREE_CHILDREN = 3
@@ -84,23 +84,19 @@ class DistilledTreeDrafter(DistilledDrafter):
 
     def draft(self, context, k, temperature, gen):
         base = list(context[-self.L :])
-        # Heap entries: (-cumulative q, rank path, token, parent node, the node's sequence).
-        # A child's cumulative q never exceeds its parent's, so parents pop first.
-        heap = [(-q, (r,), t, -1, base + [t]) for r, (t, q) in enumerate(self._children(base))]
+        # Heap entries: (-cumulative q, rank path, token, the node's sequence). A child's
+        # cumulative q never exceeds its parent's, so parents pop first.
+        heap = [(-q, (r,), t, base + [t]) for r, (t, q) in enumerate(self._children(base))]
         heapq.heapify(heap)
-        kept = []  # (rank path, token, parent node, cumulative q)
+        kept = []  # (rank path, token, cumulative q)
         while heap and len(kept) < self.nodes and k > 0:
-            neg, ranks, tok, parent, seq = heapq.heappop(heap)
-            node = len(kept)
-            kept.append((ranks, tok, parent, -neg))
+            neg, ranks, tok, seq = heapq.heappop(heap)
+            kept.append((ranks, tok, -neg))
             if len(ranks) < k:
                 for r, (t, q) in enumerate(self._children(seq)):
-                    heapq.heappush(heap, (neg * q, ranks + (r,), t, node, seq + [t]))
-        # Depth-first order (siblings by rank), as tree attention and the tree view expect.
-        order = sorted(range(len(kept)), key=lambda i: kept[i][0])
-        index = {old: new for new, old in enumerate(order)}
+                    heapq.heappush(heap, (neg * q, ranks + (r,), t, seq + [t]))
+        order, parents = depth_first([ranks for ranks, *_ in kept])
         tokens = [kept[i][1] for i in order]
-        parents = [-1 if kept[i][2] == -1 else index[kept[i][2]] for i in order]
-        tree = [{"token": t, "parent": p, "depth": len(kept[i][0]), "score": kept[i][3]}
+        tree = [{"token": t, "parent": p, "depth": len(kept[i][0]), "score": kept[i][2]}
                 for t, p, i in zip(tokens, parents, order, strict=True)]  # fmt: skip
         return Draft(tokens, parents, None, {"tree": tree, "nodes": self.nodes})

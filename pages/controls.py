@@ -11,12 +11,12 @@ import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
 from pages.common import models_or_stop
-from specviz.drafters import DRAFTERS
+from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
 from specviz.engine import Session, Settings
 from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
-from specviz.verifiers import VARIANTS
+from specviz.verifiers import SAMPLINGS, VARIANTS
 
 FREE_TEXT = "Free text"
 
@@ -43,6 +43,11 @@ HELP = {
     "distilled_context": "Distilled: L, the longest context (in characters) looked up in the table of the target's "
     "own predictions; shorter ones are the back-off.",
     "distilled_nodes": "Distilled tree: the node budget of the best-first draft tree.",
+    "neural_tree_nodes": "Neural tree: the node budget of the tree grown from the tiny model's confidence.",
+    "neural_tree_children": "Neural tree: the most children a node gets (its top tokens at T = 0, draws at T > 0).",
+    "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
+    "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
+    "when verified as drawn.",
 }
 
 
@@ -89,6 +94,8 @@ def sidebar() -> RunSpec:
         st.slider("min_context_count", *APP_LIMITS["min_context_count"], key="ctl_min_context_count",
                   help=HELP["min_context_count"])  # fmt: skip
         st.selectbox("Verification", VARIANTS, key="ctl_verification", help=HELP["verification"])
+        if st.session_state.ctl_drafter in SAMPLED_TREE_DRAFTERS:
+            st.selectbox("Tree sampling", SAMPLINGS, key="ctl_tree_sampling", help=HELP["tree_sampling"])
         with st.expander("Drafter knobs"):
             _number("trie_n", "Trie n")
             _number("trie_prefix_len", "Trie L_p")
@@ -100,6 +107,8 @@ def sidebar() -> RunSpec:
             _number("lookup_min_ngram", "Prompt-lookup min n-gram")
             _number("distilled_context", "Distilled L (context)")
             _number("distilled_nodes", "Distilled tree nodes")
+            _number("neural_tree_nodes", "Neural tree nodes")
+            _number("neural_tree_children", "Neural tree children per node")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

@@ -67,6 +67,14 @@ class NeuralTreeDrafter(Drafter):
                     break
         return out
 
+    @staticmethod
+    def _width(budget: int, depths: int) -> int:
+        """Children to draw at the next depth: the budget left spread evenly over the depths to come, so
+        a tree of at least K nodes can reach depth K. (Shares falling with depth, 2 / (depths + 1) of what
+        is left, measured no better: +0.1 tokens per target pass at T = 0.8, -0.24 at T = 0 and K = 4,
+        and they spend the budget before depth 8 at K = 8.)"""
+        return -(-budget // depths)  # ceil
+
     def _slots(self, probs: torch.Tensor, scores: list[float], width: int, temperature: float) -> list[int]:
         """Children per expanded node: the best ``width`` slots, slot j of node i valued at its
         cumulative probability times its j-th largest q. A node's slots are a prefix. (F,) ints"""
@@ -92,7 +100,7 @@ class NeuralTreeDrafter(Drafter):
         budget, passes = self.nodes, 1
         for depth in range(1, k + 1):
             probs = probs_from_logits(logits, 1.0)  # (F, V) untempered: temperature is applied once, in draws
-            width = -(-budget // (k - depth + 1))  # ceil: spread what is left over the depths to come
+            width = self._width(budget, k - depth + 1)
             new = []
             slots = self._slots(probs, scores_of, width, temperature)
             for row, (node, n) in enumerate(zip(expanded, slots, strict=True)):
@@ -107,7 +115,7 @@ class NeuralTreeDrafter(Drafter):
             if depth == k or budget <= 0 or not new:
                 break
             # Expand next the likeliest new nodes, as many as the next depth has slots at most.
-            expanded = sorted(new, key=lambda i: -scores[i])[: -(-budget // (k - depth))]
+            expanded = sorted(new, key=lambda i: -scores[i])[: self._width(budget, k - depth)]
             scores_of = [scores[i] for i in expanded]
             for i in expanded:
                 ran_parents.append(ran[parents[i]] if parents[i] >= 0 else -1)  # an expanded node's parent ran

@@ -11,8 +11,9 @@ Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
 computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
 with the weights pre-transposed for addmm, no nn.Module calls, and a cache preallocated once and
-written in place. A forward writes its keys and values *after* the committed entries, as scratch;
-``keep`` then commits the accepted ones (a chain's prefix stays where it is; a tree's path is
+written in place. A forward writes its keys and values *after* the committed entries, as scratch
+(``extend`` appends more after it: a draft tree grown one depth per pass); ``keep`` then commits the
+accepted ones (a chain's prefix stays where it is; a tree's path is
 gathered into place). GPT stays the readable reference; nothing here mutates it.
 """
 

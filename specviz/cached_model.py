@@ -13,8 +13,8 @@ computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: fl
 with the weights pre-transposed for addmm, no nn.Module calls, and a cache preallocated once and
 written in place. A forward writes its keys and values *after* the committed entries, as scratch
 (``extend`` appends more after it: a draft tree grown one depth per pass); ``keep`` then commits the
-accepted ones (a chain's prefix stays where it is; a tree's path is
-gathered into place). GPT stays the readable reference; nothing here mutates it.
+accepted ones (a chain's prefix stays where it is; a tree's path is gathered into place). GPT stays
+the readable reference; nothing here mutates it.
 """
 
 import math

@@ -13,11 +13,7 @@ from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
             "distilled-tree")  # fmt: skip
-TREE_DRAFTERS = (
-    "trie",
-    "neural-tree",
-    "distilled-tree",
-)  # drafters that send trees (chains-only verifiers refuse them)
+TREE_DRAFTERS = ("trie", "neural-tree", "distilled-tree")  # send trees (chains-only verifiers refuse them)
 SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
 NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
 from pages.common import models_or_stop
-from specviz.drafters import DRAFTERS
+from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
 from specviz.engine import Session, Settings
 from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
@@ -33,9 +33,6 @@ HELP = {
     "verification": "How the target decides which drafted characters to keep. Lossy rules are kept to show them "
     "failing in the Exactness lab.\n\n"
     + "\n\n".join(f"- **{v.name}**{'' if v.lossless else ' (LOSSY)'}: {v.summary}" for v in VERIFIERS.values()),
-    "tree_sampling": "For drafters that sample a tree of tokens: whether a node's children are drawn from q with "
-    "replacement (the same token may appear twice) or without (each child from q minus its earlier siblings). "
-    "Verification follows the scheme the tree was drawn with.",
     "trie_n": "Trie: n-gram length stored from the prompt.",
     "trie_prefix_len": "Trie: L_p, the length of the context suffix matched against the trie.",
     "trie_num_draft": "Trie: the most nodes in the pruned draft tree.",
@@ -53,6 +50,11 @@ HELP = {
     "suffix_max_nodes": "Suffix decoding: the most nodes in the candidate tree.",
     "layer_skip_layers": "Layer-skip: how many of the target's first layers draft, exiting early through its final "
     "norm and head; more layers draft better and cost more.",
+    "neural_tree_nodes": "Neural tree: the node budget of the tree grown from the tiny model's confidence.",
+    "neural_tree_children": "Neural tree: the most children a node gets (its top tokens at T = 0, draws at T > 0).",
+    "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
+    "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
+    "when verified as drawn.",
 }
 
 
@@ -105,7 +107,8 @@ def sidebar() -> RunSpec:
                   help=HELP["min_context_count"])  # fmt: skip
         st.selectbox("Verification", VARIANTS, key="ctl_verification", help=HELP["verification"],
                      format_func=verifier_label)  # fmt: skip
-        st.selectbox("Tree sampling", SAMPLINGS, key="ctl_tree_sampling", help=HELP["tree_sampling"])
+        if st.session_state.ctl_drafter in SAMPLED_TREE_DRAFTERS:
+            st.selectbox("Tree sampling", SAMPLINGS, key="ctl_tree_sampling", help=HELP["tree_sampling"])
         with st.expander("Drafter knobs"):
             _number("trie_n", "Trie n")
             _number("trie_prefix_len", "Trie L_p")
@@ -121,6 +124,8 @@ def sidebar() -> RunSpec:
             _number("suffix_min_prob", "Suffix min path probability", 0.05)
             _number("suffix_max_nodes", "Suffix tree nodes")
             _number("layer_skip_layers", "Layer-skip draft layers")
+            _number("neural_tree_nodes", "Neural tree nodes")
+            _number("neural_tree_children", "Neural tree children per node")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

@@ -41,7 +41,7 @@ import torch
 
 from models.checkpoint import Checkpoint
 from specviz.adaptive import AUTO_K_MAX
-from specviz.drafters import DRAFTERS, TREE_DRAFTERS
+from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.presets import PRESETS, Preset
 
@@ -250,7 +250,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     each temperature above 0, then, with ``transformers=True`` (needs the package), the
     vs-transformers suite.
 
-    ``tiny`` is the neural drafter's checkpoint (None: leave "neural" out of ``drafters``).
+    ``tiny`` is the neural drafters' checkpoint (None: leave NEURAL_DRAFTERS out of ``drafters``).
     ``progress(done, total)`` is called after every generation."""
     prompts = list(PRESETS if prompts is None else prompts)
     drafters = list(dict.fromkeys([BASELINE, *drafters]))  # the baseline always runs, first
@@ -264,8 +264,8 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     Settings(k=k, max_new_tokens=max_new_tokens).check()
     if not prompts or repeats < 1 or not temperatures:
         raise ValueError("the benchmark needs at least one prompt, one temperature and one repeat")
-    if "neural" in drafters and tiny is None:
-        raise ValueError("the neural drafter needs the tiny checkpoint")
+    if set(NEURAL_DRAFTERS) & set(drafters) and tiny is None:
+        raise ValueError("the neural drafters need the tiny checkpoint")
     ids = [target.tokenizer.encode(p.text) for p in prompts]
     hf = _load_hf(target) if transformers else None
     B = target.config.block_size

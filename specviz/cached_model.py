@@ -11,9 +11,10 @@ Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
 computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
 with the weights pre-transposed for addmm, no nn.Module calls, and a cache preallocated once and
-written in place. A forward writes its keys and values *after* the committed entries, as scratch;
-``keep`` then commits the accepted ones (a chain's prefix stays where it is; a tree's path is
-gathered into place). GPT stays the readable reference; nothing here mutates it.
+written in place. A forward writes its keys and values *after* the committed entries, as scratch
+(``extend`` appends more after it: a draft tree grown one depth per pass); ``keep`` then commits the
+accepted ones (a chain's prefix stays where it is; a tree's path is gathered into place). GPT stays
+the readable reference; nothing here mutates it.
 """
 
 import math
@@ -112,20 +113,38 @@ class CachedModel:
         n = self.length
         return [(k[None, :, :n], v[None, :, :n]) for k, v in self.kv]
 
-    @torch.no_grad()
     def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True):
         """Run ``tokens`` after the cache. Their keys and values are written after the committed
-        entries, as scratch until ``keep``. tree_mask: (T, T) bool among the new tokens, True = may
-        attend (None: causal); every new token sees the whole cache. -> (T, V) logits, or None."""
+        entries, as scratch until ``keep`` (the last forward's scratch is dropped). tree_mask: (T, T)
+        bool among the new tokens, True = may attend (None: causal); every new token sees the whole
+        cache. -> (T, V) logits, or None."""
         T, P = len(tokens), self.length
-        self.reserve(P + T)
-        x = self.embed(tokens, positions)  # (T, C)
         mask = None
         if T > 1 and P > 0 or tree_mask is not None:
             new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
             mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
-        x = self.blocks(x, P, mask)
-        self._new = T
+        self._new = 0
+        return self._run(tokens, positions, mask, logits)
+
+    def extend(self, tokens: list[int], positions: list[int], scratch_mask: torch.Tensor, logits: bool = True):
+        """Run ``tokens`` after the scratch of the forward (and extends) since the last ``keep``:
+        a draft tree grown one depth per pass. scratch_mask: (T, S+T) bool over the S scratch
+        entries, then the new tokens, True = may attend; every new token sees the whole committed
+        cache. The new entries join the scratch (``keep`` indexes all of it). -> (T, V) logits, or None."""
+        T, S = len(tokens), self._new
+        assert scratch_mask.shape == (T, S + T), "the mask covers the scratch and the new tokens"
+        mask = torch.cat([torch.ones(T, self.length, dtype=torch.bool), scratch_mask], dim=1)  # (T, P+S+T)
+        return self._run(tokens, positions, mask, logits)
+
+    @torch.no_grad()
+    def _run(self, tokens: list[int], positions: list[int], mask: torch.Tensor | None, logits: bool):
+        """The lean pass: writes keys and values after the committed entries and the scratch.
+        mask: (T, P+S+T) bool, or None for a causal prefill or a single token."""
+        T = len(tokens)
+        P = self.length + self._new  # where the new entries go: after the cache and the scratch
+        self.reserve(P + T)
+        x = self.blocks(self.embed(tokens, positions), P, mask)  # (T, C)
+        self._new += T
         if not logits:
             return None
         return self.head(x)  # (T, V)

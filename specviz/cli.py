@@ -27,13 +27,14 @@ from models.checkpoint import (
 from models.tokenizer import UnknownCharactersError
 from specviz import distill
 from specviz.adaptive import AUTO_K_MAX
-from specviz.drafters import DRAFTERS
+from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.markup import cut
 from specviz.model_card import render_card
 from specviz.outputs import writable_file, writable_folder
 from specviz.presets import PRESETS, preset
+from specviz.verifiers import SAMPLINGS, VARIANTS
 
 MAX_ERROR = 300  # characters of an error line; a value that would make it longer is cut
 
@@ -111,7 +112,7 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
         p.add_argument("--max-new-tokens", type=int, default=d.max_new_tokens, help="1..4096")
     p.add_argument("--seed", type=int, default=d.seed)
     p.add_argument("--model", default="target", help="target checkpoint: target or tiny (or a path)")
-    p.add_argument("--verification", default=d.verification, help="lossless or nasd-seed (seed 004, biased)")
+    p.add_argument("--verification", default=d.verification, help=f"one of: {', '.join(VARIANTS)}")
     p.add_argument("--min-context-count", type=int, default=d.min_context_count, help="trigram fallback threshold")
     p.add_argument("--trie-n", type=int, default=d.trie_n)
     p.add_argument("--trie-prefix-len", type=int, default=d.trie_prefix_len, help="L_p")
@@ -129,6 +130,14 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
         "--distilled-context", type=int, default=d.distilled_context, help="distilled: L, the longest context"
     )
     p.add_argument("--distilled-nodes", type=int, default=d.distilled_nodes, help="distilled-tree: node budget")
+    p.add_argument(
+        "--tree-sampling", default=d.tree_sampling, help=f"neural-tree at T > 0: one of {', '.join(SAMPLINGS)}"
+    )
+    p.add_argument(
+        "--neural-tree-nodes", type=int, default=d.neural_tree_nodes, help="neural-tree: node budget (1..64)"
+    )
+    p.add_argument("--neural-tree-children", type=int, default=d.neural_tree_children,
+                   help="neural-tree: the most children per node (1..8)")  # fmt: skip
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -152,14 +161,14 @@ def prepare(args, max_new_tokens: int):
         raise CLIError(f"the prompt has {e}") from None
     if settings.drafter == "layer-skip" and settings.layer_skip_layers >= config.n_layer:
         raise CLIError(f"--layer-skip-layers must be below {args.model}'s {config.n_layer} layers")
-    if settings.drafter == "neural":
+    neural = settings.drafter in NEURAL_DRAFTERS
+    if neural:
         tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
         if tiny_tokenizer.chars != tokenizer.chars:
-            raise CLIError(
-                f"the neural drafter (tiny) has another vocabulary than {args.model}: it cannot draft for it"
-            )
+            raise CLIError(f"the {settings.drafter} drafter (tiny) has another vocabulary than {cut(args.model)}: "
+                           "it cannot draft for it")  # fmt: skip
     target = load_checkpoint(args.model)
-    draft_model = load_checkpoint("tiny").model if settings.drafter == "neural" else None
+    draft_model = load_checkpoint("tiny").model if neural else None
     return target, prompt, settings, draft_model
 
 

@@ -54,6 +54,8 @@ class Settings:
     suffix_min_prob: float = 0.1  # suffix: grow the tree while a path's empirical probability is at least this
     suffix_max_nodes: int = 16  # suffix: node budget of the candidate tree
     layer_skip_layers: int = 2  # layer-skip: the target's first n layers draft (1 .. n_layer - 1; the target has 4)
+    neural_tree_nodes: int = 16  # node budget of the neural draft tree
+    neural_tree_children: int = 3  # the most children per node of the neural draft tree
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -104,6 +106,13 @@ class Settings:
             )
         if not 1 <= self.layer_skip_layers <= 63:  # the model's own bound (< n_layer) is checked by the drafter
             raise ValueError(f"layer-skip drafts with 1 to n_layer - 1 layers, got {self.layer_skip_layers}")
+        if not 1 <= self.neural_tree_nodes <= 64:
+            raise ValueError(
+                f"the neural tree's node budget must be between 1 and 64, got {cut(self.neural_tree_nodes)}"
+            )
+        if not 1 <= self.neural_tree_children <= 8:
+            raise ValueError(f"the neural tree's children per node must be between 1 and 8, "
+                             f"got {cut(self.neural_tree_children)}")  # fmt: skip
 
 
 class Generation:

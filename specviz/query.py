@@ -17,7 +17,8 @@ DEFAULT_PRESET = APP_PRESETS[0].name
 APP_LIMITS = {"k": (1, 16), "temperature": (0.0, 2.0), "max_new_tokens": (1, 1000), "min_context_count": (0, 50),
               "seed": (0, 2**31 - 1), "trie_n": (2, 32), "trie_prefix_len": (1, 16), "trie_num_draft": (1, 64),
               "nasd_n": (2, 8), "nasd_filler_top_k": (1, 8), "lookup_max_ngram": (1, 8), "lookup_min_ngram": (1, 8),
-              "distilled_context": (0, 10), "distilled_nodes": (1, 64)}  # fmt: skip
+              "distilled_context": (0, 10), "distilled_nodes": (1, 64), "neural_tree_nodes": (1, 64),
+              "neural_tree_children": (1, 8)}  # fmt: skip
 APP_LIMITS |= {"suffix_max_match": (1, 32), "suffix_min_prob": (0.0, 1.0), "suffix_max_nodes": (1, 64),
                "layer_skip_layers": (1, 3)}  # fmt: skip  # layer-skip: 1 .. n_layer - 1 of the shipped 4-layer target
 

@@ -39,3 +39,12 @@ def draw(probs: torch.Tensor, gen: torch.Generator) -> int:
 def uniform(gen: torch.Generator) -> float:
     """A uniform draw in [0, 1)."""
     return float(torch.rand((), generator=gen, dtype=torch.float64))
+
+
+def without(q: torch.Tensor, x: int) -> torch.Tensor:
+    """q with token x removed and renormalised: what the next sibling of a tree sampled without
+    replacement is drawn from. All zeros once nothing is left. (V,)"""
+    q = q.clone()
+    q[x] = 0.0
+    total = float(q.sum())
+    return q / total if total > 0 else q

@@ -107,3 +107,40 @@ def test_lean_weights_are_copied_once_and_renewed_when_the_model_changes():
     with torch.no_grad():
         ckpt.model.lm_head.weight.mul_(2.0)  # training, say: parameters change in place
     assert lean_weights(ckpt.model) is not w
+
+
+def test_extend_grows_a_tree_depth_by_depth(tiny64):
+    """The draft tree's passes (neural-tree): the context's missing tokens, then each depth appended
+    after the scratch with a (T, S+T) mask. Every node's logits equal a fresh forward of its
+    root-to-node path, and keeping a path across passes equals a prefill of it."""
+    ids = tiny64.tokenizer.encode(TEXT)
+    lean = CachedModel(tiny64.model)
+    lean.sync(ids[:-2])  # committed: ids[:-3]; the drafter feeds the rest with its first pass
+    P, missing = lean.length, ids[-3:]
+    root = lean.forward(missing, [P, P + 1, P + 2])[-1]  # (V,) scratch: 3 entries, causal
+    depth1 = [5, 9]  # two children of the root
+    m1 = torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 1]], dtype=torch.bool)  # (2, 3+2)
+    got1 = lean.extend(depth1, [P + 3] * 2, m1)  # (2, V)
+    depth2, parent2 = [17, 42, 1], [0, 0, 1]  # two children of 5, one of 9
+    m2 = torch.zeros(3, 8, dtype=torch.bool)  # (3, 5+3)
+    m2[:, :3] = True
+    for i, par in enumerate(parent2):
+        m2[i, 3 + par] = m2[i, 5 + i] = True
+    got2 = lean.extend(depth2, [P + 4] * 3, m2)  # (3, V)
+
+    def fresh(path):  # logits after ids + path, no cache
+        seq = ids + path
+        return reference(tiny64, seq, list(range(len(seq))))[0][-1]
+
+    assert close(root, fresh([]))
+    for i, t in enumerate(depth1):
+        assert close(got1[i], fresh([t]))
+    for i, (t, par) in enumerate(zip(depth2, parent2, strict=True)):
+        assert close(got2[i], fresh([depth1[par], t]))
+    lean.keep([0, 1, 2, 4, 7], missing + [9, 1])  # the context, then 9 -> 1 (scratch indices 3 + 1, 5 + 2)
+    seq = ids + [9, 1]
+    _, want = reference(tiny64, seq, list(range(len(seq))))
+    for (k1, v1), (k2, v2) in zip(lean.kv_cache(), want.layers, strict=True):
+        assert close(k1, k2) and close(v1, v2)
+    with pytest.raises(AssertionError, match="covers the scratch"):
+        lean.extend([3], [P + 5], torch.ones(1, 2, dtype=torch.bool))  # keep emptied the scratch: (1, 0+1) wanted

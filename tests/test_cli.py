@@ -46,6 +46,17 @@ def test_generate_text_and_summary(capsys):
     assert code == 0 and out.startswith("JULIET:") and "target forward passes" in err
 
 
+def test_generate_neural_tree_with_replacement(capsys):
+    code, out, err = run(capsys, "generate", "--prompt", "ROMEO:", "--drafter", "neural-tree", "--tree-sampling",
+                         "with-replacement", "--neural-tree-nodes", "8", "--neural-tree-children", "2",
+                         "--temperature", "0.8", "--max-new-tokens", "30", "--json")  # fmt: skip
+    data = json.loads(out)
+    assert code == 0 and data["tokens"] == 30 and data["settings"]["tree_sampling"] == "with-replacement"
+    trees = [r for r in data["rounds"] if len(r["draft_tokens"]) > 1]
+    assert trees and all(len(r["draft_tokens"]) <= 8 for r in data["rounds"])
+    assert any(r["draft_parents"].count(-1) == 2 for r in trees)  # two sampled children of the root
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -67,6 +78,13 @@ def test_generate_text_and_summary(capsys):
         (["--drafter", "medusa"], "unknown drafter 'medusa'"),
         (["--model", "missing.safetensors"], "checkpoint not found: missing.safetensors"),
         (["--k", "four"], "K must be a whole number or auto"),
+        (["--drafter", "neural-tree", "--tree-sampling", "foo"], "unknown tree sampling 'foo'"),
+        (["--drafter", "neural-tree", "--verification", "block"], "block verification checks chains only"),
+        (["--drafter", "neural-tree", "--verification", "nasd-seed"], "checks chains only"),
+        (["--drafter", "neural-tree", "--neural-tree-nodes", "0"], "node budget must be between 1 and 64"),
+        (["--drafter", "neural-tree", "--neural-tree-children", "9"], "children per node must be between 1 and 8"),
+        (["--neural-tree-nodes", "many"], "invalid int value"),
+        (["--drafter", "neural", "--verification", "replacement-mismatch"], "needs a tree sampled without replacement"),
     ],
 )
 def test_bad_input_one_line_exit_2(capsys, argv, message):

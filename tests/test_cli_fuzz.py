@@ -31,9 +31,11 @@ small = st.one_of(st.integers(1, 3), st.integers(-5, 0), st.integers(20_001, 2**
 PATHS = ["OUT", "", "/proc/specviz/x", "/", "afile/sub", "rows.jsonl", "docs/bench.jsonl", "bad.jsonl"]
 path = st.sampled_from(PATHS) | text
 
-RUN_FLAGS = {"--prompt": text | st.just("ROMEO:"), "--drafter": st.sampled_from(["none", "trie", "nasd", "neural", "distilled", "distilled-tree", "suffix", "layer-skip", "x"]),
+RUN_FLAGS = {"--prompt": text | st.just("ROMEO:"), "--drafter": st.sampled_from(["none", "trie", "nasd", "neural", "distilled", "distilled-tree", "suffix", "layer-skip", "neural-tree", "x"]),
              "--k": value | st.just("auto"), "--temperature": value, "--seed": value, "--model": st.sampled_from(["target", "tiny", "nope"]) | path,
-             "--verification": st.sampled_from(["lossless", "nasd-seed", "?"]), "--min-context-count": value,
+             "--verification": st.sampled_from(["lossless", "block", "nasd-seed", "replacement-mismatch", "?"]),
+             "--tree-sampling": st.sampled_from(["with-replacement", "without-replacement", "foo"]) | text,
+             "--neural-tree-nodes": value, "--neural-tree-children": value, "--min-context-count": value,
              "--trie-n": value, "--trie-prefix-len": value, "--trie-num-draft": value, "--nasd-n": value,
              "--nasd-filler-top-k": value, "--lookup-max-ngram": value, "--lookup-min-ngram": value,
              "--distilled-context": value, "--distilled-nodes": value, "--suffix-max-match": value,

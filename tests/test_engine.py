@@ -91,7 +91,7 @@ def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
 
 def test_same_seed_same_trace(target, tiny):
     prompt = target.tokenizer.encode(PROMPT)
-    for drafter in ("trigram", "trie", "neural"):
+    for drafter in ("trigram", "trie", "neural", "neural-tree"):
         settings = Settings(drafter=drafter, k=4, temperature=0.9, max_new_tokens=50, seed=11)
         a = Generation(target, prompt, settings, tiny.model).run().to_json(timings=False)
         b = Generation(target, prompt, settings, tiny.model).run().to_json(timings=False)
@@ -144,7 +144,10 @@ def test_session_steps_back_and_forth_without_recomputing(target):
 @pytest.mark.parametrize(
     "bad, message",
     [({"k": 0}, "K must be"), ({"temperature": -1}, "temperature"), ({"max_new_tokens": 5000}, "max new tokens"),
-     ({"drafter": "gpt5"}, "unknown drafter"), ({"verification": "yolo"}, "unknown verification")],
+     ({"drafter": "gpt5"}, "unknown drafter"), ({"verification": "yolo"}, "unknown verification"),
+     ({"drafter": "neural-tree", "tree_sampling": "both"}, "unknown tree sampling"),
+     ({"drafter": "neural-tree", "verification": "block"}, "checks chains only"),
+     ({"neural_tree_nodes": 65}, "node budget"), ({"neural_tree_children": 0}, "children per node")],
 )  # fmt: skip
 def test_bad_settings_are_refused(target, bad, message):
     with pytest.raises(ValueError, match=message):

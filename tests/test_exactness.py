@@ -4,6 +4,7 @@ against the tiny model and (marked ``real_target``) the real target; seed 004's 
 not. Seeds are fixed, so the p-values are the same on every run of CI."""
 
 import math
+from dataclasses import replace
 
 import plotly.graph_objects as go
 import pytest
@@ -164,6 +165,33 @@ def test_neural_draft_matches_the_target(target, tiny, temperature):
     prompt = target.tokenizer.encode(PROMPT)
     settings = Settings(drafter="neural", k=3, temperature=temperature, seed=2000)
     check_lossless(run_exactness(target, prompt, settings, samples=600, draft_model=tiny.model), "neural")
+
+
+@pytest.mark.real_target
+@pytest.mark.parametrize("temperature", [0.5, 1.0])
+@pytest.mark.parametrize("sampling", ["with-replacement", "without-replacement"])
+def test_neural_tree_matches_the_real_target(target, tiny, sampling, temperature):
+    """Sampled trees, both schemes: 16 nodes over K = 3 depths, so most nodes have several children."""
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter="neural-tree", k=3, temperature=temperature, seed=7000, tree_sampling=sampling)
+    res = run_exactness(target, prompt, settings, samples=500, draft_model=tiny.model)
+    check_lossless(res, f"neural-tree ({sampling}) at T={temperature}")
+
+
+@pytest.mark.real_target
+def test_replacement_mismatch_on_the_neural_tree_is_detected_as_biased(target, tiny):
+    """Siblings drawn without replacement, verified as if with: every child after the first is tried
+    against the node's full q, which understates the q it was drawn from. Six children per node and a
+    prompt where the tiny model often misses its first guess (on PROMPT it rarely does: no test power)."""
+    prompt = target.tokenizer.encode("ROMEO:\nBut soft, what light")
+    settings = Settings(drafter="neural-tree", k=3, temperature=1.0, seed=8000, verification="replacement-mismatch",
+                        neural_tree_children=6)  # fmt: skip
+    biased = run_exactness(target, prompt, settings, samples=500, draft_model=tiny.model)
+    assert biased.p_value < ALPHA and verdict(biased, ALPHA)[0] == "biased", biased.p_value
+    lossless = replace(settings, verification="lossless")
+    check_lossless(
+        run_exactness(target, prompt, lossless, samples=500, draft_model=tiny.model), "neural-tree, 6 children"
+    )
 
 
 def test_nasd_seed_variant_is_detected_as_biased(tiny):

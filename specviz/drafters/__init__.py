@@ -7,16 +7,17 @@ from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
+from specviz.drafters.neural_tree import NeuralTreeDrafter
 from specviz.drafters.prompt_lookup import PromptLookupDrafter
 from specviz.drafters.suffix import SuffixDrafter, corpus_index
 from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
-DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "distilled", "distilled-tree")
-TREE_DRAFTERS = ("trie", "distilled-tree")  # drafters that send trees (chains-only verifiers refuse them)
-DRAFTERS += ("suffix", "layer-skip")  # the methods atlas (issue 14): suffix decoding, layer-skip self-speculation
-TREE_DRAFTERS += ("suffix",)
-SAMPLED_TREE_DRAFTERS: tuple[str, ...] = ()  # trees of sampled tokens (Draft.sampling set at T > 0)
+DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
+            "distilled-tree", "suffix", "layer-skip")  # fmt: skip
+TREE_DRAFTERS = ("trie", "neural-tree", "distilled-tree", "suffix")  # send trees (chains-only verifiers refuse them)
+SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
+NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
 
 
 class NoDrafter(Drafter):
@@ -31,7 +32,7 @@ class NoDrafter(Drafter):
 
 def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None, target_cache=None) -> Drafter:
     """``settings`` carries the knobs (see specviz.engine.Settings); ``draft_model`` is the
-    tiny GPT, needed only by the neural drafter."""
+    tiny GPT, needed only by the neural drafters (NEURAL_DRAFTERS)."""
     # target_cache: the generation's own target CachedModel, needed only by layer-skip, which
     # drafts with the target's first layers inside the target's KV cache (no second prefill).
     s = settings
@@ -59,15 +60,18 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         if target_cache is None:
             raise ValueError("the layer-skip drafter drafts in the target's KV cache: pass target_cache")
         return LayerSkipDrafter(target_cache, s.layer_skip_layers)
-    if name == "neural":
+    if name in NEURAL_DRAFTERS:
         if draft_model is None:
-            raise ValueError("the neural drafter needs the tiny draft model")
-        return NeuralDrafter(draft_model)
+            raise ValueError(f"the {name} drafter needs the tiny draft model")
+        if name == "neural":
+            return NeuralDrafter(draft_model)
+        return NeuralTreeDrafter(draft_model, s.neural_tree_nodes, s.neural_tree_children, s.tree_sampling)
     raise ValueError(f"unknown drafter {name!r}; choose one of: {', '.join(DRAFTERS)}")
 
 
 __all__ = [
     "DRAFTERS",
+    "NEURAL_DRAFTERS",
     "SAMPLED_TREE_DRAFTERS",
     "TREE_DRAFTERS",
     "Draft",

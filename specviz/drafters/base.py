@@ -54,6 +54,15 @@ def tree_mask(parents: list[int]) -> torch.Tensor:
     return mask
 
 
+def depth_first(paths: list[tuple[int, ...]]) -> tuple[list[int], list[int]]:
+    """Flatten a tree whose nodes are named by their paths of sibling ranks ((0,), (0, 2), ...; any
+    order, every parent present) depth first, siblings by rank, as tree attention and the tree view
+    expect. -> (order, parents): order[i] is the node placed at i, parents[i] its parent's new index."""
+    order = sorted(range(len(paths)), key=paths.__getitem__)
+    index = {paths[old]: new for new, old in enumerate(order)}
+    return order, [index.get(paths[i][:-1], -1) for i in order]  # the root's path () is not a node: -1
+
+
 def chain(tokens: list[int], q: torch.Tensor | None = None, notes: dict | None = None) -> Draft:
     return Draft(list(tokens), list(range(-1, len(tokens) - 1)), q, notes or {})
 
@@ -111,20 +120,16 @@ def grow_tree(children, root, k: int, max_nodes: int, min_score: float = 0.0) ->
     ``k`` deep and ``max_nodes`` in all (ties: the earlier in depth-first order), and flatten them
     depth first, siblings by rank, as tree attention and the tree view expect.
     -> (tokens, parents, [(depth, score, state)] per node)"""
-    # Heap entries: (-score, rank path, token, parent node, state). A child's score never exceeds
-    # its parent's and its rank path sorts after it, so a parent always pops first.
-    heap = [(-s, (r,), t, -1, st) for r, (t, s, st) in enumerate(children(root))] if k > 0 else []
+    # Heap entries: (-score, rank path, token, state). A child's score never exceeds its parent's
+    # and its rank path sorts after it, so a parent always pops first.
+    heap = [(-s, (r,), t, st) for r, (t, s, st) in enumerate(children(root))] if k > 0 else []
     heapq.heapify(heap)
-    kept = []  # (rank path, token, parent node, score, state)
+    kept = []  # (rank path, token, score, state)
     while heap and len(kept) < max_nodes and -heap[0][0] >= min_score:
-        neg, ranks, tok, parent, state = heapq.heappop(heap)
-        node = len(kept)
-        kept.append((ranks, tok, parent, -neg, state))
+        neg, ranks, tok, state = heapq.heappop(heap)
+        kept.append((ranks, tok, -neg, state))
         if len(ranks) < k:
             for r, (t, s, st) in enumerate(children(state)):
-                heapq.heappush(heap, (-s, ranks + (r,), t, node, st))
-    order = sorted(range(len(kept)), key=lambda i: kept[i][0])
-    index = {old: new for new, old in enumerate(order)}
-    tokens = [kept[i][1] for i in order]
-    parents = [-1 if kept[i][2] == -1 else index[kept[i][2]] for i in order]
-    return tokens, parents, [(len(kept[i][0]), kept[i][3], kept[i][4]) for i in order]
+                heapq.heappush(heap, (-s, ranks + (r,), t, st))
+    order, parents = depth_first([ranks for ranks, *_ in kept])
+    return [kept[i][1] for i in order], parents, [(len(kept[i][0]), kept[i][2], kept[i][3]) for i in order]

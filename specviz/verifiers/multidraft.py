@@ -23,6 +23,7 @@ the verifier assumes the wrong scheme.
 import torch
 
 from specviz.drafters.base import Draft
+from specviz.sampling import without
 from specviz.verifiers.base import children_of, proposal_rows
 
 SAMPLINGS = ("with-replacement", "without-replacement")
@@ -42,8 +43,5 @@ def sibling_rows(draft: Draft, V: int, sampling: str | None) -> torch.Tensor:
         for c in children:
             out[c] = q
             if sampling == "without-replacement":
-                q = q.clone()
-                q[draft.tokens[c]] = 0.0
-                total = float(q.sum())
-                q = q / total if total > 0 else q
+                q = without(q, draft.tokens[c])
     return out

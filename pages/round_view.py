@@ -5,6 +5,7 @@ specviz.charts; this file only lays them out."""
 import streamlit as st
 
 from specviz import charts
+from specviz.charts import tries
 from specviz.engine import Session
 from specviz.markup import md
 from specviz.record import RoundRecord, Trace
@@ -56,6 +57,21 @@ def totals(session: Session) -> None:
         chart(charts.acceptance_chart(acceptance_by_position(rounds)), "acceptance")
 
 
+def sibling_tries(r: RoundRecord, vocab: str) -> None:
+    """The children of one node tried in turn, each against what the earlier rejections left."""
+    st.markdown("**Several children of one node, tried in turn**")
+    nodes = tries.multi_try_nodes(r)
+    if not nodes:
+        st.caption("No node had more than one child tried this round: at every node the first child tried was "
+                   "accepted, or it was the only child.")  # fmt: skip
+        return
+    node = st.selectbox("Node", nodes, format_func=lambda n: tries.node_name(r, vocab, n), key=f"tries_{r.index}",
+                        help="A node whose children were tried one after another (the root is the last context "
+                        "character).")  # fmt: skip
+    st.caption(md(tries.tries_sentence(r, vocab, node, r.draft_sampling)))
+    table(tries.tries_frame(r, vocab, node), tries.HELP)
+
+
 def current_round(r: RoundRecord, session: Session) -> None:
     vocab, settings = session.generation.trace.vocab, session.generation.settings
     verdict = f"{r.n_accepted} of {len(r.draft_tokens)} drafted accepted, " + (
@@ -72,6 +88,8 @@ def current_round(r: RoundRecord, session: Session) -> None:
     else:
         table(charts.checks_frame(r, vocab), charts.checks_help(r))
         same_draft(r, vocab)
+        if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
+            sibling_tries(r, vocab)
         tabs = st.tabs([f"depth {p.depth}: '{md(charts.label(vocab, p.token))}'" for p in r.positions])
         for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
             with tab:

@@ -12,8 +12,8 @@ import streamlit as st
 import torch
 
 from pages.knobs import text_tail
-from pages.round_view import chart, table
-from specviz.charts import candidate_frame, label, label_text, tries
+from pages.round_view import chart, sibling_tries
+from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.engine import Session
@@ -77,21 +77,6 @@ def trie_panel(session: Session) -> None:
                              r.accepted_path if r is not None else [], st.session_state.tree_levels,
                              st.session_state.tree_max_nodes)  # fmt: skip
     chart(fig, "trie")
-
-
-def sibling_tries(r: RoundRecord, vocab: str) -> None:
-    """The children of one node tried in turn, each against what the earlier rejections left."""
-    st.markdown("**Several children of one node, tried in turn**")
-    nodes = tries.multi_try_nodes(r)
-    if not nodes:
-        st.caption("No node had more than one child tried this round: at every node the first child tried was "
-                   "accepted, or it was the only child.")  # fmt: skip
-        return
-    node = st.selectbox("Node", nodes, format_func=lambda n: tries.node_name(r, vocab, n), key=f"tries_{r.index}",
-                        help="A node whose children were tried one after another (the root is the last context "
-                        "character).")  # fmt: skip
-    st.caption(md(tries.tries_sentence(r, vocab, node, r.draft_sampling)))
-    table(tries.tries_frame(r, vocab, node), tries.HELP)
 
 
 def tree_view(session: Session) -> None:

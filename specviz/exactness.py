@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from models.checkpoint import Checkpoint
+from specviz.cached_model import CachedModel
 from specviz.engine import Generation, Settings
 from specviz.sampling import probs_from_logits
 from specviz.verifiers import VERIFIERS
@@ -178,25 +179,41 @@ def _next_probs(model, rows: torch.Tensor, start: int, temperature: float) -> to
 
 @torch.no_grad()
 def exact_distribution(model, prompt: list[int], temperature: float, n_tokens: int = 3) -> torch.Tensor:
-    """Joint distribution of the next n_tokens (1..3) after the prompt, float64. (V,) * n_tokens"""
+    """Joint distribution of the next n_tokens (1..3) after the prompt, float64. (V,) * n_tokens
+
+    The prompt is prefilled once; every continuation is then a tree after it, scored in one lean
+    pass per first token (tree attention: each leaf sees the prompt, its parent and itself), so the
+    V^2 three-token continuations cost V passes of V + 2 tokens, not V^2 passes over the prompt."""
     V, L = model.config.vocab_size, len(prompt)
+    if not 1 <= n_tokens <= 3:
+        raise ValueError("the exact enumeration covers 1 to 3 tokens")
     if L + n_tokens - 1 > model.config.block_size:
         raise ValueError("prompt too long for the exact enumeration; use a shorter prompt")
-    tails = (
-        torch.cartesian_prod(*[torch.arange(V)] * (n_tokens - 1)).view(-1, n_tokens - 1)
-        if n_tokens > 1
-        else torch.zeros(1, 0, dtype=torch.long)
-    )
-    joint = torch.zeros([V] * n_tokens, dtype=torch.float64)
-    flat = joint.view(-1, V)  # one row per tail: P(tail, next)
-    step = _chunk_rows(model, L + n_tokens - 1)
-    for i in range(0, len(tails), step):
-        chunk = tails[i : i + step]  # (B, n-1)
-        p = _next_probs(model, torch.cat([torch.tensor(prompt).expand(len(chunk), L), chunk], dim=1), L, temperature)
-        prob = torch.ones(len(chunk), dtype=torch.float64)
-        for j in range(n_tokens - 1):  # probability of the tail itself
-            prob = prob * p[:, j].gather(1, chunk[:, j : j + 1]).squeeze(1)
-        flat[i : i + len(chunk)] = prob[:, None] * p[:, -1]
+    lm = CachedModel(model)
+    lm.sync(prompt)  # the cache holds prompt[:-1]; its last token is every pass's root
+    root = prompt[-1]
+
+    def star(path: list[int]) -> torch.Tensor:
+        """After root + path (a chain), every token as one more leaf: (n + V, V) probabilities; row
+        len(path) is the distribution after the path, row len(path) + 1 + x after path + x."""
+        n = len(path) + 1
+        mask = torch.zeros(n + V, n + V, dtype=torch.bool)
+        mask[:n, :n] = torch.ones(n, n, dtype=torch.bool).tril()  # the chain: causal
+        mask[n:, :n] = True  # each leaf sees the chain...
+        mask[range(n, n + V), range(n, n + V)] = True  # ...and itself
+        positions = list(range(L - 1, L - 1 + n)) + [L - 1 + n] * V
+        logits = lm.forward([root, *path, *range(V)], positions, mask)  # (n+V, V)
+        return probs_from_logits(logits, temperature)
+
+    if n_tokens == 1:
+        return probs_from_logits(lm.forward([root], [L - 1]), temperature)[0]
+    first = star([])  # row 0: after the prompt; row 1 + a: after the prompt and a
+    if n_tokens == 2:
+        return first[0][:, None] * first[1:]
+    joint = torch.zeros(V, V, V, dtype=torch.float64)
+    for a in range(V):
+        rows = star([a])  # row 1: after a; row 2 + b: after a, b
+        joint[a] = first[0][a] * rows[1][:, None] * rows[2:]
     return joint
 
 

@@ -38,6 +38,28 @@ def test_exact_distribution_is_the_chain_rule(tiny):
     assert torch.allclose(joint.sum((1, 2)), p[0], atol=1e-6)
 
 
+def test_exact_distribution_equals_the_reference_model_in_float64(tiny64):
+    """The tree-attention enumeration (one pass per first token after a prefilled prompt) gives
+    the reference GPT's chain-rule probabilities, every one of the V^3 cells, to 1e-10."""
+    prompt = tiny64.tokenizer.encode(PROMPT)
+    V = tiny64.config.vocab_size
+    joint = exact_distribution(tiny64.model, prompt, 0.9)
+    with torch.no_grad():
+        first, _ = tiny64.model(torch.tensor([prompt]), torch.arange(len(prompt)))
+        p1 = probs_from_logits(first[0, -1], 0.9)  # (V,)
+        rows = torch.tensor([prompt + [a] for a in range(V)])  # (V, L+1)
+        second, _ = tiny64.model(rows, torch.arange(len(prompt) + 1))
+        p2 = probs_from_logits(second[:, -1], 0.9)  # (V, V): after a
+        tails = torch.cartesian_prod(torch.arange(V), torch.arange(V))  # (V^2, 2)
+        third, _ = tiny64.model(torch.cat([torch.tensor(prompt).expand(V * V, -1), tails], 1),
+                                torch.arange(len(prompt) + 2))  # fmt: skip
+        p3 = probs_from_logits(third[:, -1], 0.9).view(V, V, V)  # after a, b
+    want = p1[:, None, None] * p2[:, :, None] * p3
+    assert (joint - want).abs().max().item() < 1e-10
+    assert torch.allclose(exact_distribution(tiny64.model, prompt, 0.9, 2), p1[:, None] * p2, atol=1e-12, rtol=0)
+    assert torch.allclose(exact_distribution(tiny64.model, prompt, 0.9, 1), p1, atol=1e-12, rtol=0)
+
+
 def test_chi_square_sanity():
     probs = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
     t = chi_square(torch.tensor([500, 300, 200]), probs)

@@ -47,7 +47,7 @@ def test_next_previous_reset_scrub_and_end():
     assert s.at_end and s.generation.generated == 40
     assert at.button(key="nav_next").disabled
     assert [b.label for b in at.get("download_button")] == [
-        "Download the trace (JSON)", "Download the verified positions (CSV)"]  # fmt: skip
+        "Download the trace (JSON)", "Download the verified positions (CSV)", "Download an offline copy (HTML)"]  # fmt: skip
 
 
 def test_changing_k_or_temperature_restarts_the_run_and_the_url_follows():

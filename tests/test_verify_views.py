@@ -149,5 +149,25 @@ def test_sidebar_labels_lossy_rules_and_refuses_block_on_trees():
     assert "chains only" in shown(at.error[0].value) and at.session_state["run"] is before  # the run stays
     assert at.subheader[0].value.startswith("Round 1:")
     at.sidebar.selectbox(key="ctl_verification").set_value("lossless").run()
+    assert not any(s.key == "ctl_tree_sampling" for s in at.sidebar.selectbox)  # the trie's tree is not sampled
+    at.sidebar.selectbox(key="ctl_drafter").set_value("neural-tree").run()  # a sampled tree: the choice shows
     at.sidebar.selectbox(key="ctl_tree_sampling").set_value("with-replacement").run()
     assert not at.exception and at.query_params["tree_sampling"] in ("with-replacement", ["with-replacement"])
+
+
+def test_step_page_shows_the_tries_of_a_sampled_tree():
+    """neural-tree at T = 1, drawn without replacement: the step page lists one node's tries, each
+    against the residual the earlier rejections left, with the renormalised q."""
+    at = open_page("pages/step.py", {"drafter": "neural-tree", "temperature": "1.0"})
+    session = at.session_state["run"]
+    for _ in range(12):  # until a round tries several children of one node
+        next_round(at)
+        if tries.multi_try_nodes(session.current):
+            break
+    r = session.current
+    node = tries.multi_try_nodes(r)[0]
+    assert r.draft_sampling == "without-replacement"
+    frame = next(d.value for d in at.dataframe if "try" in d.value.columns)
+    tried = [p for p in r.positions if r.draft_parents[p.node] == node]
+    assert list(frame["node"]) == [p.node for p in tried] and len(tried) >= 2
+    assert any("without replacement" in shown(c.value) for c in at.caption)

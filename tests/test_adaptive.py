@@ -120,8 +120,11 @@ def test_an_idle_round_with_a_shadow_draft_emits_exactly_p(target, drafter):
     prompt = target.tokenizer.encode("the cat sat on the mat.\nthe cat sat on the")
     counts = torch.zeros(target.config.vocab_size, dtype=torch.long)
     shadows, n = 0, 3000
+    first = Generation(target, prompt, Settings(drafter=drafter, k=4, k_auto=True, temperature=1.0))
+    first.target.sync(prompt)  # the prompt's prefill, shared by every run below
     for seed in range(n):
         gen = Generation(target, prompt, Settings(drafter=drafter, k=4, k_auto=True, temperature=1.0, seed=seed))
+        gen.target.copy_from(first.target)
         gen.adaptive.successes, gen.adaptive.trials = 0.0, 10.0  # acceptance looks hopeless: K = 0
         scored = []
         gen.adaptive.observe = scored.append

@@ -25,28 +25,31 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     matplotlib.use("Agg")  # no display: write the file only
     import matplotlib.pyplot as plt
 
-    main = [r for r in rows if r["suite"] == "main"]
+    # The fixed-K rows (lossless and block): one bar per drafter and rule; the adaptive-K rows are in the table.
+    main = [r for r in rows if r["suite"] == "main" and not r.get("k_auto", False)]
     versus = [r for r in rows if r["suite"] == "vs-transformers"]
     if not main:
         raise ValueError("no rows of the main suite to chart")
     drafters = list(dict.fromkeys(name(r) for r in main))
     temps = sorted({r["temperature"] for r in main})
-    fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(13 if versus else 8, 4.8), squeeze=False,
-                             gridspec_kw={"width_ratios": [2.2, 1]} if versus else None)  # fmt: skip
+    wide = max(8.0, 0.5 * len(drafters) + 2)  # room for every bar and its label
+    fig, axes = plt.subplots(1, 2 if versus else 1, figsize=(wide + (5 if versus else 0), 5.2), squeeze=False,
+                             gridspec_kw={"width_ratios": [wide, 5]} if versus else None)  # fmt: skip
     ax = axes[0][0]
     width = 0.8 / len(temps)
     colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
     for j, T in enumerate(temps):
         by = {name(r): r for r in main if r["temperature"] == T}
-        xs = [i - 0.4 + width * (j + 0.5) for i in range(len(drafters))]
-        ideal = [by[d]["tokens_per_forward"] if d in by else 0 for d in drafters]
-        speed = [by[d]["speedup"] if d in by else 0 for d in drafters]
+        have = [i for i, d in enumerate(drafters) if d in by]  # a rule may run at one temperature only
+        xs = [i - 0.4 + width * (j + 0.5) for i in have]
+        ideal = [by[drafters[i]]["tokens_per_forward"] for i in have]
+        speed = [by[drafters[i]]["speedup"] for i in have]
         ax.bar(xs, ideal, width * 0.9, fill=False, edgecolor=colors[j % 4], linestyle="--",
                label=f"T={T:g}: tokens per forward (ideal)")  # fmt: skip
         bars = ax.bar(xs, speed, width * 0.9, color=colors[j % 4], alpha=0.85, label=f"T={T:g}: measured speedup")
         ax.bar_label(bars, labels=[f"{s:.2f}" for s in speed], fontsize=7, padding=2)
     ax.axhline(1.0, color="gray", linewidth=0.8)
-    ax.set_xticks(range(len(drafters)), [plain(d) for d in drafters])
+    ax.set_xticks(range(len(drafters)), [plain(d) for d in drafters], rotation=40, ha="right", fontsize=8)
     ax.set_ylabel("× the KV-cached baseline")
     r0 = main[0]
     ax.set_title(

@@ -120,14 +120,19 @@ def test_step_page_shows_block_beside_tokenwise():
     assert any("never keeps fewer" in c.value for c in at.caption)
 
 
-def test_tree_page_draws_any_tree_drafter():
-    at = open_page("pages/tree.py", {"drafter": "distilled-tree", "temperature": "1.0"})
+def step_until_sibling_tries(at, most: int):
+    """Step (at most ``most`` rounds) until a round tries several children of one node; that round."""
     session = at.session_state["run"]
-    for _ in range(8):  # until a round tries several children of one node
+    for _ in range(most):
         next_round(at)
         if tries.multi_try_nodes(session.current):
             break
-    r = session.current
+    return session.current
+
+
+def test_tree_page_draws_any_tree_drafter():
+    at = open_page("pages/tree.py", {"drafter": "distilled-tree", "temperature": "1.0"})
+    r = step_until_sibling_tries(at, 8)
     specs = [c.proto.spec for c in at.get("plotly_chart")]
     assert any("Draft tree:" in s for s in specs) and not any("N-gram trie" in s for s in specs)
     assert any('"heatmap"' in s for s in specs)  # the tree attention mask
@@ -159,12 +164,7 @@ def test_step_page_shows_the_tries_of_a_sampled_tree():
     """neural-tree at T = 1, drawn without replacement: the step page lists one node's tries, each
     against the residual the earlier rejections left, with the renormalised q."""
     at = open_page("pages/step.py", {"drafter": "neural-tree", "temperature": "1.0"})
-    session = at.session_state["run"]
-    for _ in range(12):  # until a round tries several children of one node
-        next_round(at)
-        if tries.multi_try_nodes(session.current):
-            break
-    r = session.current
+    r = step_until_sibling_tries(at, 12)
     node = tries.multi_try_nodes(r)[0]
     assert r.draft_sampling == "without-replacement"
     frame = next(d.value for d in at.dataframe if "try" in d.value.columns)

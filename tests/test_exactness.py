@@ -135,25 +135,28 @@ def test_lossless_paths_match_the_real_target(target, drafter, path):
     check_lossless(run_exactness(target, prompt, settings, samples=400), f"{drafter} ({path}) on the target")
 
 
-@pytest.mark.real_target
-@pytest.mark.parametrize("temperature", [0.5, 1.0])
-@pytest.mark.parametrize("drafter, path", [("distilled", "sampled chain"), ("distilled-tree", "deterministic tree")])
-def test_distilled_drafters_match_the_real_target(target, drafter, path, temperature):
-    """The distilled table belongs to the real target, so its drafters are checked there only."""
-    prompt = target.tokenizer.encode(PROMPT)
-    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=5000)
-    check_lossless(run_exactness(target, prompt, settings, samples=600), f"{drafter} ({path}) at T={temperature}")
+# Every lossless mode that belongs to the real target, at T = 0.5 and 1, K = 4 (so every draft
+# position is covered): (drafter, what it drafts, verification, seed). The distilled table is the
+# real target's; suffix decoding's corpus index uses its vocabulary; layer-skip drafts with its
+# own first layers; block verification decides chains jointly.
+REAL_TARGET_MODES = [
+    ("distilled", "sampled chain", "lossless", 5000),
+    ("distilled-tree", "deterministic tree", "lossless", 5000),
+    ("suffix", "deterministic tree", "lossless", 7000),
+    ("layer-skip", "sampled chain", "lossless", 7000),
+    ("distilled", "sampled chain", "block", 8000),
+    ("nasd", "deterministic chain", "block", 8000),
+]
 
 
 @pytest.mark.real_target
 @pytest.mark.parametrize("temperature", [0.5, 1.0])
-@pytest.mark.parametrize("drafter, path", [("suffix", "deterministic tree"), ("layer-skip", "sampled chain")])
-def test_atlas_drafters_match_the_real_target(target, drafter, path, temperature):
-    """Suffix decoding (its corpus index is the real target's vocabulary) and layer-skip (the
-    real target's own first layers), at K = 4 so every draft position is covered."""
+@pytest.mark.parametrize("drafter, path, verification, seed", REAL_TARGET_MODES)
+def test_modes_match_the_real_target(target, drafter, path, verification, seed, temperature):
     prompt = target.tokenizer.encode(PROMPT)
-    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=7000)
-    check_lossless(run_exactness(target, prompt, settings, samples=600), f"{drafter} ({path}) at T={temperature}")
+    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=seed, verification=verification)
+    res = run_exactness(target, prompt, settings, samples=600)
+    check_lossless(res, f"{drafter} ({path}), {verification} verification, at T={temperature}")
 
 
 @pytest.mark.real_target
@@ -170,16 +173,6 @@ def test_block_verification_matches_the_target(tiny, drafter, path):
     prompt = tiny.tokenizer.encode(PROMPT)
     settings = Settings(drafter=drafter, k=4, temperature=1.0, seed=7000, verification="block")
     check_lossless(run_exactness(tiny, prompt, settings, samples=1000), f"block verification of {drafter} ({path})")
-
-
-@pytest.mark.real_target
-@pytest.mark.parametrize("temperature", [0.5, 1.0])
-@pytest.mark.parametrize("drafter, path", [("distilled", "sampled chain"), ("nasd", "deterministic chain")])
-def test_block_verification_matches_the_real_target(target, drafter, path, temperature):
-    prompt = target.tokenizer.encode(PROMPT)
-    settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=8000, verification="block")
-    res = run_exactness(target, prompt, settings, samples=600)
-    check_lossless(res, f"block verification of {drafter} ({path}) at T={temperature}")
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])

@@ -190,3 +190,16 @@ class GPT(nn.Module):
             kvs.append(kv)
         logits = self.lm_head(self.transformer.ln_f(x))  # (B, T, vocab_size)
         return logits, KVCache(tuple(kvs))
+
+    def features(self, idx, layers: tuple[int, ...]) -> torch.Tensor:
+        """The residual stream after each block in ``layers`` (0-based; n_layer - 1 is the top, the
+        input of ln_f), causal, no cache: what the EAGLE and Medusa heads read, for training them.
+        idx: (B, T). -> (len(layers), B, T, C)"""
+        T = idx.size(1)
+        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(torch.arange(T, device=idx.device)))
+        out = []
+        for i, block in enumerate(self.transformer.h[: max(layers) + 1]):
+            x, _ = block(x, None, None)  # (B, T, C)
+            if i in layers:
+                out.append(x)
+        return torch.stack(out)  # (len(layers), B, T, C)

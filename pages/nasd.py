@@ -1,17 +1,5 @@
-"""NASD storage: how the n-gram storage grows round by round, and the drafts it produces."""
+"""NASD storage: how the n-gram storage grows round by round. The page is ui/nasd_page.py."""
 
-import streamlit as st
+from ui.nasd_page import render
 
-from pages.common import page_setup
-from pages.controls import active_session
-from pages.knobs import drafter_gate, knob_row
-from pages.nasd_view import nasd_view
-from pages.navigator import navigator
-
-page_setup()
-st.title("NASD storage")
-st.caption("N-gram assisted speculative decoding drafts from a table, not a model: (last n−1 characters) → counts of "
-           "the next character. It starts from the prompt's n-grams and learns from every round.")  # fmt: skip
-if (session := active_session()) is not None and drafter_gate(session, "nasd", "the NASD storage"):
-    knob_row({"nasd_n": "n (context = n − 1 characters)", "nasd_filler_top_k": "filler_top_k"}, "the storage")
-    navigator(session, nasd_view)
+render()

@@ -1,15 +1,5 @@
-"""Step through: one speculative round at a time, the text beside every chart of the round."""
+"""Step through: one speculative round at a time. The page is ui/step.py."""
 
-import streamlit as st
+from ui.step import render
 
-from pages.common import page_setup
-from pages.controls import active_session
-from pages.navigator import navigator
-from pages.round_view import round_view
-
-page_setup()
-st.title("Step through speculative decoding")
-st.caption("Each round: the drafter proposes K characters, the target checks them all in one forward pass, "
-           "accepts or rejects each, and adds one character of its own. Use Next, or Play.")  # fmt: skip
-if (session := active_session()) is not None:
-    navigator(session, round_view)
+render()

@@ -1,29 +1,5 @@
-"""Trie and tree attention: the draft tree of any drafter that sends trees, round by round."""
+"""Trie and tree attention: the draft tree, round by round. The page is ui/tree_page.py."""
 
-import streamlit as st
+from ui.tree_page import render
 
-from pages.common import page_setup
-from pages.controls import active_session
-from pages.knobs import drafter_gate, knob_row
-from pages.navigator import navigator
-from pages.tree_view import tree_view
-from specviz.drafters import TREE_DRAFTERS
-
-# The on-page sliders of each tree drafter that has some: (sidebar setting -> label, what they rebuild).
-KNOBS = {
-    "trie": ({"trie_n": "n (n-gram length)", "trie_prefix_len": "L_p (prefix length)",
-              "trie_num_draft": "num_draft (tree size)"}, "the trie"),
-    "distilled-tree": ({"distilled_context": "L (context)", "distilled_nodes": "node budget"}, "the draft tree"),
-    "suffix": ({"suffix_max_match": "longest match", "suffix_min_prob": "min path probability",
-                "suffix_max_nodes": "node budget"}, "the suffix indices' tree"),
-}  # fmt: skip
-
-page_setup()
-st.title("Trie and tree attention")
-st.caption("A tree drafter sends several continuations at once, as a tree: flattened depth first into one forward "
-           "pass, with a mask so each token sees only its own ancestors. The target then walks the tree from the "
-           "root, trying a node's children in turn, and keeps one path.")  # fmt: skip
-if (session := active_session()) is not None and drafter_gate(session, TREE_DRAFTERS, "tree drafts and tree attention"):
-    if knobs := KNOBS.get(session.generation.settings.drafter):
-        knob_row(*knobs)
-    navigator(session, tree_view)
+render()

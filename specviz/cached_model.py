@@ -89,16 +89,36 @@ class CachedModel:
         self.start = 0  # window start of the cache
         self.cached: list[int] = []  # the tokens the cache holds
         self._new = 0  # scratch entries written by the last forward, not yet kept
+        self.feature_layers: tuple[int, ...] = ()  # see capture()
 
     def _alloc(self, capacity: int) -> None:
         old = getattr(self, "kv", None)
         shape = (self.n_head, capacity, self.hs)
         self.kv = [tuple(torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(2))
                    for _ in self.w.layers]  # fmt: skip  # per layer (k, v), each (nh, capacity, hs)
+        old_feats = getattr(self, "feats", None)
+        self.feats = torch.empty(len(getattr(self, "feature_layers", ())), capacity, self.n_embd,
+                                 dtype=self.dtype, device=self.device)  # fmt: skip  # (F, capacity, C)
         if old is not None:
             n = old[0][0].size(1)
             for (k, v), (ok, ov) in zip(self.kv, old, strict=True):
                 k[:, :n], v[:, :n] = ok, ov
+            if old_feats.size(0) == self.feats.size(0):  # capture() changes the layers on an empty cache
+                self.feats[:, :n] = old_feats
+
+    def capture(self, layers: tuple[int, ...]) -> None:
+        """Keep, per cache entry, the residual stream after each block in ``layers`` (0-based;
+        n_layer - 1 is the top, ln_f's input), written by every pass and kept with the keys and
+        values: the features a draft head reads (EAGLE, Medusa) without another target pass.
+        Off by default, so the baseline pays nothing for it. Call before the first forward."""
+        assert self.length == 0 and self._new == 0, "capture features from the start"
+        assert all(0 <= i < len(self.w.layers) for i in layers)
+        self.feature_layers = tuple(layers)
+        self._alloc(self.capacity)
+
+    def features(self, start: int, stop: int) -> torch.Tensor:
+        """The captured features of cache entries start..stop-1. -> (F, stop - start, C), a view"""
+        return self.feats[:, start:stop]
 
     @property
     def capacity(self) -> int:
@@ -171,9 +191,10 @@ class CachedModel:
         Shared by the full forward and the layer-skip draft (specviz/drafters/layer_skip.py),
         which runs the first layers only. -> (T, C) the residual stream after the last block run"""
         T, C, nh, hs = x.size(0), self.n_embd, self.n_head, self.hs
-        for (ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b), (K, V) in zip(
-            self.w.layers[:n_layers], self.kv[:n_layers], strict=True
-        ):
+        for layer, (
+            (ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b),
+            (K, V),
+        ) in enumerate(zip(self.w.layers[:n_layers], self.kv[:n_layers], strict=True)):
             qkv = torch.addmm(attn_b, F.layer_norm(x, (C,), ln1_w, ln1_b), attn_w)  # (T, 3C)
             q, k, v = qkv.view(T, 3, nh, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
             K[:, P : P + T] = k
@@ -189,6 +210,8 @@ class CachedModel:
             x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
             h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
             x = x + torch.addmm(fc2_b, h, fc2_w)
+            if layer in self.feature_layers:
+                self.feats[self.feature_layers.index(layer), P : P + T] = x
         return x
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
@@ -205,6 +228,8 @@ class CachedModel:
             for K, V in self.kv:
                 K[:, P : P + n] = K.index_select(1, src)
                 V[:, P : P + n] = V.index_select(1, src)
+            if self.feature_layers:
+                self.feats[:, P : P + n] = self.feats.index_select(1, src)
         self.cached = self.cached + list(tokens)
         self._new = 0
 
@@ -255,4 +280,7 @@ class CachedModel:
             self._alloc(2 * n)
         for (k, v), (ok, ov) in zip(self.kv, other.kv, strict=True):
             k[:, :n], v[:, :n] = ok[:, :n], ov[:, :n]
+        if self.feature_layers:
+            assert other.feature_layers == self.feature_layers
+            self.feats[:, :n] = other.feats[:, :n]
         self.start, self.cached, self._new = other.start, list(other.cached), 0

@@ -144,3 +144,25 @@ def test_extend_grows_a_tree_depth_by_depth(tiny64):
         assert close(k1, k2) and close(v1, v2)
     with pytest.raises(AssertionError, match="covers the scratch"):
         lean.extend([3], [P + 5], torch.ones(1, 2, dtype=torch.bool))  # keep emptied the scratch: (1, 0+1) wanted
+
+
+@torch.no_grad()
+def test_captured_features_equal_the_reference_after_a_tree_keep(ckpt):
+    """The features a draft head reads (EAGLE, Medusa) are the reference model's residual stream,
+    and a kept tree path leaves them as a fresh prefill of that sequence would."""
+    ids = ckpt.tokenizer.encode(TEXT)
+    layers = (0, 1, 3)
+    lean = CachedModel(ckpt.model)
+    lean.capture(layers)
+    lean.sync(ids)
+    P = lean.length
+    assert close(lean.features(0, P), ckpt.model.features(torch.tensor([ids[:-1]]), layers)[:, 0])
+    parents, depths = [-1, 0, -1, 2], [1, 2, 1, 2]
+    tokens = [ids[-1], 3, 8, 9, 20]
+    lean.forward(tokens, [P] + [P + d for d in depths], tree_mask(parents))
+    lean.keep([0, 3, 4], [tokens[0], tokens[3], tokens[4]])
+    seq = ids[:-1] + [tokens[0], tokens[3], tokens[4]]
+    fresh = ckpt.model.features(torch.tensor([seq]), layers)[:, 0]  # (3, T, C)
+    assert lean.length == len(seq) and close(lean.features(0, lean.length), fresh)
+    lean.reserve(3 * lean.capacity)  # growing the buffers keeps the features
+    assert close(lean.features(0, lean.length), fresh)

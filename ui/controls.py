@@ -10,13 +10,13 @@ settings.
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
-from pages.common import models_or_stop
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
 from specviz.engine import Session, Settings
 from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
 from specviz.verifiers import SAMPLINGS, VARIANTS, VERIFIERS
+from ui.common import models_or_stop
 
 FREE_TEXT = "Free text"
 

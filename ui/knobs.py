@@ -9,11 +9,11 @@ restarts it when a setting changes) both see the new value in the same rerun.
 
 import streamlit as st
 
-from pages.controls import HELP
 from specviz.engine import Session
 from specviz.query import APP_LIMITS
 from specviz.record import Trace
 from specviz.text_view import text_html
+from ui.controls import HELP
 
 
 def _use(name: str, value) -> None:

@@ -4,13 +4,13 @@ Every figure comes from specviz.charts.nasd."""
 
 import streamlit as st
 
-from pages.knobs import text_tail
-from pages.round_view import chart
 from specviz.charts import label_text
 from specviz.charts import nasd as charts
 from specviz.engine import Session
 from specviz.markup import md
 from specviz.record import RoundRecord
+from ui.knobs import text_tail
+from ui.round_view import chart
 
 
 def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:

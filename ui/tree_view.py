@@ -11,14 +11,14 @@ drafter is deterministic and keeps no state, so drafting from the prompt here ch
 import streamlit as st
 import torch
 
-from pages.knobs import text_tail
-from pages.round_view import chart, sibling_tries
 from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.engine import Session
 from specviz.markup import md
 from specviz.record import RoundRecord
+from ui.knobs import text_tail
+from ui.round_view import chart, sibling_tries
 
 SAMPLING = {"with-replacement": "each node's children sampled from q with replacement",
             "without-replacement": "each node's children sampled from q without replacement"}  # fmt: skip

@@ -1,0 +1,156 @@
+"""Exactness lab: N speculative generations of K + 1 characters, for the sidebar's drafter,
+temperature, K and verification rule, tested against the target's exact distribution at every
+position (so every draft position 1..K), and the first few characters against their exact joint
+distribution (computed by enumeration). Any drafter and verification rule the sidebar allows:
+the lossless ones (token-wise, block) pass; the lossy ones (seed 004's "nasd-seed", the
+deliberately wrong "replacement-mismatch") fail once N is large enough. See specviz.exactness.
+
+Runs only on the button, with a progress bar; results are kept per browser session, keyed by
+everything that defines them, so coming back to the same settings is instant."""
+
+import time
+
+import streamlit as st
+
+from specviz.charts import exactness as charts
+from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
+from specviz.markup import md
+from specviz.presets import preset
+from ui.common import models_or_stop, page_setup
+from ui.controls import FREE_TEXT, valid_spec
+from ui.round_view import chart
+
+KEEP = 8  # results kept per browser session
+DEMO = {"ctl_drafter": "nasd", "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": "Repetitive"}
+
+
+def _key(spec, samples: int, n_tokens: int) -> tuple:
+    return spec.settings, spec.prompt, samples, n_tokens
+
+
+def _set_verification(value: str, demo: bool) -> None:
+    st.session_state.ctl_verification = value
+    if demo:
+        st.session_state.update(DEMO, ctl_prompt=preset(DEMO["ctl_preset"]).text)
+
+
+def _keep_last(n: int) -> None:
+    st.session_state.ctl_prompt = st.session_state.ctl_prompt[-n:]
+    st.session_state.ctl_preset = FREE_TEXT
+
+
+def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
+    target, tiny = models_or_stop()
+    bar = st.progress(0.0, text=f"Computing the target's exact distribution over the first {n_tokens} characters…")
+    clock = {}
+
+    def progress(i: int) -> None:
+        clock.setdefault("start", time.monotonic())
+        if i % max(1, samples // 100) == 0 or i == samples:
+            spent = time.monotonic() - clock["start"]
+            left = spent / i * (samples - i)
+            bar.progress(i / samples, text=f"{i:,} of {samples:,} generations, about {left:.0f} s left")
+
+    try:
+        res = run_exactness(target, ids, spec.settings, samples, tiny.model, n_tokens=n_tokens, progress=progress)
+    except (ValueError, RuntimeError) as e:
+        st.error(f"The run could not finish: {md(e)}")
+        return None
+    finally:
+        bar.empty()
+    rest = tuple(range(1, n_tokens))
+    return {"result": res, "settings": spec.settings, "prompt": spec.prompt,
+            "first": chi_square(res.observed.sum(rest), res.expected.sum(rest)) if rest else None,
+            "reference_tv": charts.reference_tv(res.expected, samples)}  # fmt: skip
+
+
+SHOW = {"exact": st.success, "biased": st.error, "unknown": st.info}
+
+
+def _p(test) -> str:
+    return "not enough samples" if test.p_value is None else f"p-value {test.p_value:.3g}"
+
+
+def show(entry: dict, vocab: str) -> None:
+    res, s = entry["result"], entry["settings"]
+    st.caption(f"{s.drafter} drafter, {s.verification} verification, temperature {s.temperature}, K = {s.k}, "
+               f"{res.samples:,} runs of {res.new_tokens} characters (seeds {s.seed}–{s.seed + res.samples - 1}) "
+               f"after the prompt ending:")  # fmt: skip
+    st.code(entry["prompt"][-60:], language=None)
+    kind, sentence = verdict(res, ALPHA)
+    SHOW[kind](sentence)
+    st.caption(md(rule_sentence(s.verification)))
+    first = entry["first"]
+    st.caption(f"Every position ({res.new_tokens} of them, probability integral transform): {_p(res.joint)}. The "
+               f"first {res.expected.dim()} characters, enumerated exactly: {_p(res.first)}. The first character "
+               f"alone: {_p(first) if first is not None else 'as above'}. The verdict's p-value is twice the smaller "
+               f"of the first two (Bonferroni); exact sampling gives p-values spread evenly between 0 and 1, a biased "
+               f"rule p-values near 0 once N is large enough. The level {ALPHA} is fixed in advance.")  # fmt: skip
+    m = st.columns(4)
+    m[0].metric("Chi-square, every position", f"{res.joint.statistic:.1f}", help=f"Pearson's, on {res.joint.dof} "
+                "degrees of freedom: the sum over positions of the test that the transformed values are uniform.")  # fmt: skip
+    m[1].metric("p-value", "–" if res.p_value is None else f"{res.p_value:.3g}", help="The chance of statistics "
+                "this large if the runs follow the target exactly (both tests, Bonferroni).")  # fmt: skip
+    m[2].metric("TV distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
+                "every outcome. Never 0 for finite N: compare with the yardstick beside it.")  # fmt: skip
+    m[3].metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
+                "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.")  # fmt: skip
+    chart(charts.position_chart(res), "exact_positions")
+    chart(charts.sequence_chart(res, vocab), "exact_sequences")
+    chart(charts.first_char_chart(res, vocab), "exact_first")
+
+
+def render() -> None:
+    page_setup()
+    st.title("Exactness lab")
+    st.caption("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
+               "generations of K + 1 characters (so the first round drafts K and every draft position is checked) and "
+               "test what came out against the target's exact distribution at every position; the first few "
+               "characters are also compared with their exact joint distribution, enumerated. Settings come from the "
+               "sidebar.")  # fmt: skip
+    target, _ = models_or_stop()
+    valid = valid_spec(target)
+    c = st.columns([2, 2, 1.3, 2], vertical_alignment="bottom")
+    samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",
+                                    help="More runs detect smaller biases (and take longer)."))  # fmt: skip
+    n_tokens = c[1].radio("First characters enumerated", [2, 3], index=1, horizontal=True, key="ex_tokens",
+                          help="The first characters' exact joint distribution, drawn below and tested on its own; every "
+                          "position up to K + 1 is tested either way. 2 is faster.")  # fmt: skip
+    # The target reads the prompt and the K generated characters before the last in one window: no sliding.
+    k_now = valid[0].settings.k if valid is not None else 0
+    fits = target.config.block_size - k_now
+    if valid is not None and len(valid[1]) > fits:
+        st.error(f"The exact distributions are computed in one window of {target.config.block_size} characters: the "
+                 f"prompt ({len(valid[1]):,} characters) and the first {k_now} generated ones (K = {k_now}). Keep the "
+                 f"prompt's last {fits} characters to test here.")  # fmt: skip
+        st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(fits,), key="ex_keep_last")
+        valid = None
+    clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")
+    verification = st.session_state.get("ctl_verification", "lossless")
+    if verification == "lossless":
+        c[3].button("Load seed 004's biased rule", key="ex_demo", on_click=_set_verification, args=("nasd-seed", True),
+                    help="verification = nasd-seed with the NASD drafter on the repetitive prompt at temperature 1: "
+                    "a setting where its bias is large.")  # fmt: skip
+    else:
+        c[3].button("Back to the lossless rule", key="ex_demo", on_click=_set_verification, args=("lossless", False))
+
+    results: dict = st.session_state.setdefault("ex_results", {})
+    if valid is not None:
+        spec, ids = valid
+        key = _key(spec, samples, n_tokens)
+        if clicked and (entry := run(spec, ids, samples, n_tokens)) is not None:
+            results.pop(key, None)
+            results[key] = entry
+            while len(results) > KEEP:
+                results.pop(next(iter(results)))
+        if key in results:
+            st.session_state.ex_last = key
+            show(results[key], target.tokenizer.chars)
+        elif st.session_state.get("ex_last") in results:
+            st.info("These results are for other settings (below). Press **Run** to test the current ones.")
+            show(results[st.session_state.ex_last], target.tokenizer.chars)
+        else:
+            st.info("Press **Run** to sample: first the exact distribution (one batched target pass over every "
+                    "prefix), then the generations, with the time left on the progress bar.")  # fmt: skip
+    elif st.session_state.get("ex_last") in results:
+        show(results[st.session_state.ex_last], target.tokenizer.chars)

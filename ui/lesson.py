@@ -1,0 +1,151 @@
+"""Guided lesson: one real round of speculative decoding in short steps, each drawing only the part
+of the charts it talks about. In "predict, then reveal" mode the student guesses each check's
+verdict before seeing it. The steps' texts live in specviz.lesson; this file lays them out."""
+
+import streamlit as st
+
+from specviz import charts, lesson
+from specviz.charts import lesson as lesson_charts
+from specviz.engine import Generation, Settings
+from specviz.markup import md
+from specviz.presets import preset
+from specviz.stats import acceptance_by_position
+from specviz.text_view import text_html
+from ui.common import models_or_stop, page_setup
+from ui.controls import valid_spec
+from ui.round_view import chart
+
+SOURCES = ("The lesson's example", "The sidebar's run")
+
+
+@st.cache_data(max_entries=16, show_spinner="Running the lesson's rounds, and timing them against plain decoding…")
+def lesson_trace(settings: Settings, ids: tuple):
+    """A run's first rounds (a Trace), until they show every case, and their measured speedup;
+    once per settings and prompt."""
+    target, tiny = models_or_stop()
+    gen = Generation(target, list(ids), settings, tiny.model)
+    while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
+        gen.step()
+    return gen.trace, lesson.measure_speedup(target, tiny.model, list(ids), settings, len(gen.trace.rounds))
+
+
+def _move(delta: int | None) -> None:
+    st.session_state.lesson_step = 0 if delta is None else st.session_state.lesson_step + delta
+
+
+def _reveal(i: int, accepted: bool) -> None:
+    guess = st.session_state.get(f"lesson_guess_{i}")
+    if guess is None:
+        st.session_state.lesson_choose_first = True
+    else:
+        st.session_state.lesson_answers[i] = {"guess": guess, "correct": (guess == "accepted") == accepted}
+
+
+def navigation(n: int) -> int:
+    i = st.session_state.lesson_step
+    c = st.columns([1, 1, 1, 4])
+    c[0].button(
+        "Previous", icon=":material/chevron_left:", on_click=_move, args=(-1,), disabled=i == 0, key="lesson_prev"
+    )
+    c[1].button("Next", icon=":material/chevron_right:", on_click=_move, args=(1,), disabled=i == n - 1,
+                type="primary", key="lesson_next")  # fmt: skip
+    c[2].button("Start over", icon=":material/first_page:", on_click=_move, args=(None,), key="lesson_restart")
+    c[3].progress((i + 1) / n, text=f"Step {i + 1} of {n}")
+    return i
+
+
+def check(step: lesson.Step, pos, vocab: str, predict: bool, i: int) -> None:
+    answer = st.session_state.lesson_answers.get(i)
+    if predict and answer is None:
+        chart(lesson_charts.question_bars(pos, vocab), f"lesson_question_{i}")
+        st.radio("Your prediction: will this draft be accepted?", ["accepted", "rejected"], index=None,
+                 horizontal=True, key=f"lesson_guess_{i}")  # fmt: skip
+        st.button("Reveal", on_click=_reveal, args=(i, pos.accepted), key=f"lesson_reveal_{i}")
+        if st.session_state.pop("lesson_choose_first", False):
+            st.warning("Pick a prediction first, then reveal.")
+        return
+    if answer is not None:
+        (st.success if answer["correct"] else st.warning)(
+            f"You predicted **{answer['guess']}**: " + ("right." if answer["correct"] else "not this time.")
+        )
+    st.markdown(step.outcome)
+    chart(charts.pq_bars(pos, vocab), f"lesson_pq_{i}")
+
+
+def glossary_table(rounds, k: int, counts: bool, timing: dict | None):
+    columns = ["metric", "formula", "counts", "value"] if counts else ["metric", "formula", "definition"]
+    st.table([{c: row[c] for c in columns} for row in lesson.glossary(rounds, k, timing)])  # a table wraps long counts
+
+
+def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bool, i: int) -> None:
+    vocab, r = trace.vocab, trace.rounds[step.round]
+    for part in step.parts:
+        if part == "text_before":
+            st.html(text_html(trace, r.index))
+        elif part == "draft":
+            st.dataframe(lesson_charts.draft_frame(r, vocab), hide_index=True)
+        elif part == "verify":
+            st.dataframe(lesson_charts.verify_frame(r, trace.root(r), vocab), hide_index=True)
+        elif part == "check":
+            check(step, r.positions[step.position], vocab, predict, i)
+        elif part == "last":
+            chart(
+                charts.residual_bars(r, vocab) if r.correction is not None else charts.bonus_bars(r, vocab),
+                "lesson_last",
+            )
+        elif part == "kv":
+            chart(charts.kv_ledger(r), "lesson_kv")
+        elif part == "text_after":
+            st.html(text_html(trace, r.index + 1))
+            st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
+        elif part == "bonus_round":
+            st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
+            chart(charts.bonus_bars(r, vocab), "lesson_bonus")
+        elif part == "totals":
+            glossary_table(trace.rounds, settings.k, counts=True, timing=timing)
+            chart(charts.acceptance_chart(acceptance_by_position(trace.rounds)), "lesson_acceptance")
+
+
+def render() -> None:
+    page_setup()
+    st.title("Guided lesson: one round, step by step")
+    target, _ = models_or_stop()
+    valid = valid_spec(target)
+    c = st.columns([3, 2])
+    source = c[0].radio("Lesson run", SOURCES, horizontal=True, key="lesson_source",
+                        help="The example is a run chosen because its rounds show every case. The sidebar's run "
+                        "follows your settings.")  # fmt: skip
+    predict = c[1].toggle("Predict, then reveal", key="lesson_predict",
+                          help="Guess whether each draft will be accepted before the lesson shows it.")  # fmt: skip
+    if source == SOURCES[0]:
+        settings, ids = lesson.EXAMPLE, target.tokenizer.encode(preset(lesson.EXAMPLE_PRESET).text)
+    elif valid is None:
+        st.info("The sidebar's settings need fixing first (see the message above), or use the lesson's example.")
+        st.stop()
+    else:
+        settings, ids = valid[0].settings, valid[1]
+    try:
+        trace, timing = lesson_trace(settings, tuple(ids))
+    except (ValueError, RuntimeError) as e:
+        st.error(f"The run could not go on: {md(e)}")
+        st.stop()
+    steps = lesson.steps(trace.rounds, trace.vocab, settings)
+    if not steps:
+        st.warning("In its first rounds this run drafted nothing (the 'none' drafter?), so there is no round to explain. "
+                   "Pick a drafter in the sidebar, or use the lesson's example.")  # fmt: skip
+        st.stop()
+    key = (settings, tuple(ids))
+    if st.session_state.get("lesson_key") != key:  # a new run: start at the top, forget the guesses
+        st.session_state.lesson_key, st.session_state.lesson_step, st.session_state.lesson_answers = key, 0, {}
+    st.session_state.lesson_step = min(st.session_state.lesson_step, len(steps) - 1)
+    if predict and (answers := st.session_state.lesson_answers):
+        st.caption(f"Score: {sum(a['correct'] for a in answers.values())} of {len(answers)} predictions right.")
+    i = navigation(len(steps))
+    step = steps[i]
+    st.subheader(step.title)
+    st.markdown(step.text)
+    draw(step, trace, timing, settings, predict, i)
+    with st.expander("Glossary: every metric the app shows", expanded=False):
+        glossary_table(trace.rounds, settings.k, counts=False, timing=timing)
+        for entry in lesson.DRAFTER_GLOSSARY:
+            st.markdown(f"**{entry['drafter']}** ({md(entry['paper'])}). {md(entry['text'])}")

@@ -1,0 +1,91 @@
+"""Drafter shoot-out: every drafter on the sidebar's prompt and seed, timed in one run."""
+
+import streamlit as st
+
+from specviz.bench import rows_from_jsonl
+from specviz.charts import shootout as charts
+from specviz.markup import md
+from specviz.shootout import SWEEP_KS, run_shootout
+from ui.common import models_or_stop, page_setup
+from ui.controls import valid_spec
+from ui.round_view import chart
+
+
+def measure(spec) -> None:
+    """Run the shoot-out for a valid ``spec`` with a progress bar; results are kept per settings."""
+    target, tiny = models_or_stop()
+    bar = st.progress(0.0, text="Starting...")
+    try:
+        result = run_shootout(target, tiny, spec.prompt, spec.settings,
+                              progress=lambda done, total: bar.progress(done / total, text=f"Run {done} of {total}"))  # fmt: skip
+    except ValueError as e:
+        st.error(f"The shoot-out could not run: {md(e)}")
+        return
+    finally:
+        bar.empty()
+    st.session_state.setdefault("shootout", {})[key(spec)] = result
+
+
+def key(spec) -> tuple:
+    s = spec.settings
+    return spec.prompt, s.temperature, s.k, s.max_new_tokens, s.seed
+
+
+def show(result) -> None:
+    at_k = [r for r in result.rows if r["k"] == result.k]
+    st.dataframe(charts.results_frame(at_k), hide_index=True)
+    c = st.columns(2)
+    with c[0]:
+        chart(charts.speedup_bars(at_k, f"Speedup and tokens per forward pass, K={result.k}"), "so_speedup")
+        chart(charts.expected_vs_measured(at_k), "so_expected")
+    with c[1]:
+        chart(charts.k_sweep(result.rows), "so_sweep")
+        chart(charts.position_lines(result.by_position), "so_positions")
+    chart(charts.model_vs_measured(at_k), "so_model")
+    if result.rules:
+        st.subheader("Token-wise or block verification, chain drafters")
+        st.dataframe(charts.rules_frame(result.rules), hide_index=True)
+        chart(charts.rules_bars(result.rules, result.k), "so_rules")
+        st.caption(charts.RULES_EXPLAIN)
+    st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
+               "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
+    with st.expander("Every K"):
+        st.dataframe(charts.results_frame(result.rows), hide_index=True)
+
+
+def from_file() -> None:
+    upload = st.file_uploader("Or show a benchmark file (`python -m specviz bench --json > bench.jsonl`)",
+                              type=["jsonl", "json", "txt"])  # fmt: skip
+    if upload is None:
+        return
+    try:
+        rows = rows_from_jsonl(upload.getvalue().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        st.error(f"{md(upload.name, 120)} is not a benchmark file: {md(e, 300)}")
+        return
+    for T in sorted({r["temperature"] for r in rows}):
+        mine = [r for r in rows if r["temperature"] == T and r["impl"] == "specviz" and r["suite"] == "main"]
+        if mine:
+            chart(charts.speedup_bars(mine, f"{upload.name[:120]}: T={T}, K={mine[0]['k']}"), f"file_{T}")
+    st.dataframe(charts.results_frame(rows), hide_index=True)
+
+
+def render() -> None:
+    page_setup()
+    st.title("Drafter shoot-out")
+    st.caption(f"Every drafter (knobs at their defaults) on the sidebar's prompt, seed, temperature and max new tokens, "
+               f"timed against plain decoding in the same run: repeats interleaved, medians reported, "
+               f"K swept over {', '.join(map(str, SWEEP_KS))} and the sidebar's K.")  # fmt: skip
+    valid = valid_spec(models_or_stop()[0])  # says what is wrong with a bad prompt; None then
+    spec = valid[0] if valid else st.session_state.spec
+    if st.button("Run the shoot-out", type="primary", key="shootout_run", disabled=valid is None):
+        measure(spec)
+    results = st.session_state.get("shootout", {})
+    if key(spec) in results:
+        show(results[key(spec)])
+    elif results:
+        st.info("The settings changed since the last shoot-out; the last results are below. Run it again for these.")
+        show(list(results.values())[-1])
+    else:
+        st.info("Press **Run the shoot-out**: it takes well under a minute at the default settings.")
+    from_file()

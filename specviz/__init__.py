@@ -1,5 +1,5 @@
 """specviz: the speculative decoding engine (drafters, verification, round records, charts).
-Nothing here imports Streamlit; the pages in pages/ render what this package computes."""
+Nothing here imports Streamlit; the pages (pages/, ui/) render what this package computes."""
 
 import os
 

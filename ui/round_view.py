@@ -12,6 +12,7 @@ from specviz.record import RoundRecord, Trace
 from specviz.replay import replay_html
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.text_view import text_html
+from ui.method_views import method_panels
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -94,6 +95,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
         for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
             with tab:
                 chart(charts.pq_bars(pos, vocab), f"pq_{i}")
+    method_panels(r, vocab)
     if r.residual is not None:
         chart(charts.residual_bars(r, vocab), "residual")
     if r.bonus_p is not None:

@@ -24,8 +24,9 @@ from models.checkpoint import (
     checkpoint_path,
     load_checkpoint,
 )
+from models.medusa import MedusaError
 from models.tokenizer import UnknownCharactersError
-from specviz import distill
+from specviz import distill, train_medusa
 from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS
 from specviz.engine import Generation, Settings
@@ -138,6 +139,8 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
     )
     p.add_argument("--neural-tree-children", type=int, default=d.neural_tree_children,
                    help="neural-tree: the most children per node (1..8)")  # fmt: skip
+    p.add_argument("--medusa-nodes", type=int, default=d.medusa_nodes, help="medusa: node budget (1..64)")
+    p.add_argument("--medusa-top-k", type=int, default=d.medusa_top_k, help="medusa: candidates per head (1..8)")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -354,6 +357,16 @@ def cmd_distill(args) -> None:
           f"in {meta['build_seconds'] / 60:.1f} min")  # fmt: skip
 
 
+def cmd_train_medusa(args) -> None:
+    cfg = checked(train_medusa.config_from, args)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    meta = train_medusa.train(args, cfg, command)
+    print(f"wrote {args.out}: {cfg.heads} heads in {meta['train_seconds'] / 60:.1f} min; val top-1 per head "
+          f"{meta['val']['head_top1']} (the target's own next token: {meta['val']['target_top1']})")  # fmt: skip
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m specviz", description="specviz: speculative decoding, step by step")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -403,6 +416,9 @@ def build_parser() -> OneLineParser:
     dist = sub.add_parser("distill", help="distil the target into the n-gram table of the distilled drafters")
     distill.add_args(dist)
     dist.set_defaults(func=cmd_distill)
+    med = sub.add_parser("train-medusa", help="train the Medusa heads of the medusa drafter on the frozen target")
+    train_medusa.add_args(med)
+    med.set_defaults(func=cmd_train_medusa)
     return parser
 
 
@@ -410,7 +426,7 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.func(args)
-    except (CLIError, CheckpointError) as e:
+    except (CLIError, CheckpointError, MedusaError) as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
     except SystemExit as e:  # --help

@@ -56,6 +56,8 @@ class Settings:
     layer_skip_layers: int = 2  # layer-skip: the target's first n layers draft (1 .. n_layer - 1; the target has 4)
     neural_tree_nodes: int = 16  # node budget of the neural draft tree
     neural_tree_children: int = 3  # the most children per node of the neural draft tree
+    medusa_nodes: int = 16  # medusa: node budget of the candidate tree (Medusa's sparse tree)
+    medusa_top_k: int = 3  # medusa: candidates per head (the tokens of head i at depth i)
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -113,6 +115,9 @@ class Settings:
         if not 1 <= self.neural_tree_children <= 8:
             raise ValueError(f"the neural tree's children per node must be between 1 and 8, "
                              f"got {cut(self.neural_tree_children)}")  # fmt: skip
+        if not 1 <= self.medusa_nodes <= 64 or not 1 <= self.medusa_top_k <= 8:
+            raise ValueError(f"medusa needs 1 <= nodes <= 64 and 1 <= top_k <= 8, "
+                             f"got {cut(self.medusa_nodes)} and {cut(self.medusa_top_k)}")  # fmt: skip
 
 
 class Generation:

@@ -52,6 +52,9 @@ HELP = {
     "norm and head; more layers draft better and cost more.",
     "neural_tree_nodes": "Neural tree: the node budget of the tree grown from the tiny model's confidence.",
     "neural_tree_children": "Neural tree: the most children a node gets (its top tokens at T = 0, draws at T > 0).",
+    "medusa_nodes": "Medusa: the node budget of the candidate tree (the paths with the highest product of head "
+    "probabilities are kept).",
+    "medusa_top_k": "Medusa: the top tokens of each head; head i's are the candidates at depth i.",
     "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
     "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
     "when verified as drawn.",
@@ -126,6 +129,8 @@ def sidebar() -> RunSpec:
             _number("layer_skip_layers", "Layer-skip draft layers")
             _number("neural_tree_nodes", "Neural tree nodes")
             _number("neural_tree_children", "Neural tree children per node")
+            _number("medusa_nodes", "Medusa tree nodes")
+            _number("medusa_top_k", "Medusa candidates per head")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

@@ -1,10 +1,12 @@
 """Every drafter behind one interface (see base.py), made by name for one generation."""
 
 from models.distilled import load_table
+from models.medusa import cached_heads
 from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
+from specviz.drafters.medusa import MedusaDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
 from specviz.drafters.neural_tree import NeuralTreeDrafter
@@ -14,8 +16,14 @@ from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
-            "distilled-tree", "suffix", "layer-skip")  # fmt: skip
-TREE_DRAFTERS = ("trie", "neural-tree", "distilled-tree", "suffix")  # send trees (chains-only verifiers refuse them)
+            "distilled-tree", "suffix", "layer-skip", "medusa")  # fmt: skip
+TREE_DRAFTERS = (
+    "trie",
+    "neural-tree",
+    "distilled-tree",
+    "suffix",
+    "medusa",
+)  # send trees (chains-only verifiers refuse them)
 SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
 NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
 
@@ -60,6 +68,11 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         if target_cache is None:
             raise ValueError("the layer-skip drafter drafts in the target's KV cache: pass target_cache")
         return LayerSkipDrafter(target_cache, s.layer_skip_layers)
+    if name == "medusa":  # heads on the target's own features, read from its cache (no extra pass)
+        if target_cache is None:
+            raise ValueError("the medusa drafter reads the target's cached features: pass target_cache")
+        return MedusaDrafter(target_cache, cached_heads(target_ckpt.path, target_cache.dtype), s.medusa_nodes,
+                             s.medusa_top_k)  # fmt: skip
     if name in NEURAL_DRAFTERS:
         if draft_model is None:
             raise ValueError(f"the {name} drafter needs the tiny draft model")

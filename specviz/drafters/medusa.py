@@ -1,0 +1,80 @@
+"""Medusa (Cai et al., 2024, arXiv 2401.10774): the target drafts for itself with extra heads on
+its own top-layer feature (models/medusa.py), and the candidates form a tree.
+
+Which feature. After ``sync`` the target's cache holds context[s:-1]; its last committed entry is
+the context's second-to-last token, and the feature written there is h_t, the one the target's
+lm_head read to predict the root (context[-1], already emitted). Head i on h_t guesses the token
+i + 1 steps after position t, which is i steps after the root: head 1 the root's children (draft
+depth 1), head 2 depth 2, and so on. That feature was written by the previous round's verify pass
+(CachedModel.capture keeps it per entry and ``keep`` gathers it along a tree's accepted path), so
+drafting costs H small head passes and **no** target pass. Round 0 prefills the prompt itself, the
+prefill the verify pass would do anyway (as layer-skip does); a one-token context has no entry
+before its root and drafts nothing, and neither does a round whose window moved (the verify pass
+re-prefills the cache then; the heads read it next round).
+
+The candidate tree. Each head's top ``top_k`` tokens, at depth i the tokens of head i; the
+cartesian product of these lists, pruned to ``nodes`` nodes by Medusa's sparse-tree rule: keep the
+paths with the highest product of head probabilities. Best-first growth (``grow_tree``) does
+exactly that, since a child's product never exceeds its parent's. The tree is at most min(K, H)
+deep: there is no head for depth H + 1.
+
+Deterministic: the tree is a function of the context alone (one-hot q at every temperature), so
+the lossless verifier walks it token by token and the output is exactly the target's. Medusa's
+own paper pairs the heads with *typical acceptance* (``--verification typical``), which accepts
+more and is not exact.
+"""
+
+import torch
+
+from models.medusa import MedusaHeads
+from specviz.cached_model import CachedModel, window_start
+from specviz.drafters.base import Draft, Drafter, chain, grow_tree
+
+
+class MedusaDrafter(Drafter):
+    name = "medusa"
+    deterministic = True
+    stateful = True  # bound to one generation's target cache
+    # Per drafted token, in target forward units. The heads run once per round (all H of them on
+    # one feature vector) and the tree is a heap walk; measured (tests/test_medusa.py prints it) at
+    # ~0.1 of a verify pass per round on this CPU, spread over K drafted depths.
+    draft_cost = 0.03
+
+    def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
+        if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):
+            raise ValueError("the Medusa heads were made for a model of another width or vocabulary")
+        self.target, self.heads, self.nodes, self.top_k = target, heads, nodes, top_k
+        target.capture((heads.config.feature_layer,))  # before the first pass: every entry gets its feature
+
+    @torch.no_grad()
+    def head_probs(self, entry: int) -> torch.Tensor:
+        """Every head's distribution from the feature of cache entry ``entry``. -> (H, V)"""
+        h = self.target.features(entry, entry + 1)[0, 0]  # (C,)
+        return self.heads(h).softmax(-1)  # (H, V)
+
+    def draft(self, context, k, temperature, gen):
+        t = self.target
+        if t.start != window_start(len(context), t.block_size):
+            return chain([], notes={"skipped": "the window moved: the verify pass re-prefills the target's cache, "
+                                    "and the heads read its features next round"})  # fmt: skip
+        t.sync(context)  # round 0: the prompt's prefill (the engine's sync then finds it done)
+        if t.length == 0 or k == 0:
+            return chain([], notes={"skipped": "no cache entry before the root: a one-token context has no feature"
+                                    if t.length == 0 else "K = 0"})  # fmt: skip
+        entry = t.length - 1  # context[-2]: its feature predicted the root
+        probs = self.head_probs(entry)  # (H, V)
+        depth = min(k, len(probs))
+        top_p, top_t = probs[:depth].topk(min(self.top_k, probs.size(1)), dim=-1)  # (depth, top_k)
+        ranked = [list(zip(ts, ps, strict=True)) for ts, ps in zip(top_t.tolist(), top_p.tolist(), strict=True)]
+
+        def children(state):  # state: (the node's depth, its path's product of head probabilities)
+            d, score = state
+            return [(tok, score * p, (d + 1, score * p)) for tok, p in ranked[d]] if d < depth else []
+
+        tokens, parents, nodes = grow_tree(children, (0, 1.0), depth, self.nodes)
+        tree = [{"token": tok, "parent": par, "depth": d, "score": s}
+                for tok, par, (d, s, _) in zip(tokens, parents, nodes, strict=True)]  # fmt: skip
+        heads = [[{"token": tok, "p": p} for tok, p in row] for row in ranked]
+        notes = {"feature_entry": t.start + entry, "heads": heads, "tree": tree, "nodes": self.nodes,
+                 "top_k": self.top_k}  # fmt: skip
+        return Draft(tokens, parents, None, notes)

@@ -3,9 +3,13 @@ the files: ``python -m specviz model-card``."""
 
 import json
 
+import torch
+
 from models.artifacts import sha256
 from models.checkpoint import CHECKPOINT_NAMES, checkpoint_path, load_checkpoint
 from models.distilled import DEFAULT_PATH, load_table
+from models.medusa import DEFAULT_PATH as MEDUSA_PATH
+from models.medusa import cached_heads
 from specviz.distill import build_path
 from specviz.engine import Generation, Settings
 
@@ -45,6 +49,41 @@ def distilled_section() -> list[str]:
         "",
         "```",
         build["command"],
+        "```",
+        "",
+    ]
+
+
+def medusa_section() -> list[str]:
+    """The Medusa heads' card, from their header (config, training run, validation accuracy)."""
+    heads = cached_heads(checkpoint_path("target"), torch.float32, MEDUSA_PATH)  # sha256 and pairing checked
+    m, c, tr, val = heads.meta, heads.config, heads.meta["train"], heads.meta["val"]
+    n_params = sum(p.numel() for p in heads.trainable())
+    acc = ", ".join(f"head {i} (x+{i + 1}): {a:.1%}" for i, a in enumerate(val["head_top1"], 1))
+    return [
+        "## medusa",
+        "",
+        f"The {c.n_heads} Medusa heads of the `medusa` drafter (Cai et al., 2024): each a residual block "
+        "(u + SiLU(W u + b), W = 0 at init) and a linear layer to the vocabulary (initialised from the target's "
+        f"lm_head), on u = ln_f(h) of the frozen target's top-layer feature h (layer {c.feature_layer}). Head i "
+        "predicts the character i + 1 steps after h's position. See `models/medusa.py` and `specviz/train_medusa.py`.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| trained parameters | {n_params:,} (the target is frozen) |",
+        f"| top-1 accuracy on val (last 10%) | {acc}; the target's own next character: {val['target_top1']:.1%} |",
+        f"| training | {tr['iterations']} steps of {tr['batch_size']} windows x {tr['block']} characters, "
+        f"AdamW lr {tr['lr']}, loss weight {tr['loss_decay']}^(i-1) per head, seed {tr['seed']} |",
+        f"| training time | {m['train_seconds'] / 60:.1f} min, {m['threads']} thread(s), torch {m['torch']} "
+        f"(validation {m['eval_seconds']:.0f} s) |",
+        f"| file | `models/{MEDUSA_PATH.name}`, {MEDUSA_PATH.stat().st_size / 1e6:.1f} MB, sha256 `{sha256(MEDUSA_PATH)}` |",
+        f"| trained on | `models/{m['target_file']}`, sha256 `{m['target_sha256']}` (any other target is refused) |",
+        f"| corpus sha256 | `{m['corpus_sha256']}` |",
+        "",
+        "Trained with:",
+        "",
+        "```",
+        m["command"],
         "```",
         "",
     ]
@@ -105,6 +144,7 @@ def render_card() -> str:
             "",
         ]
     out += distilled_section()
+    out += medusa_section()
     out += [
         "Losses are the mean next-character cross-entropy over non-overlapping 256-character windows of each "
         "split (`specviz.train.evaluate`); the test suite recomputes the val loss from the corpus.",

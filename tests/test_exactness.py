@@ -146,6 +146,7 @@ REAL_TARGET_MODES = [
     ("layer-skip", "sampled chain", "lossless", 7000),
     ("distilled", "sampled chain", "block", 8000),
     ("nasd", "deterministic chain", "block", 8000),
+    ("medusa", "deterministic tree", "lossless", 9000),  # heads on the target's own cached features
 ]
 
 

@@ -4,9 +4,11 @@ against a fresh forward), and the candidate tree (distinct paths, the budget, th
 pruning). Greedy equality and the KV cache are covered by tests/test_engine.py (medusa is in
 DRAFTERS), exactness by tests/test_exactness.py, typical acceptance by tests/test_typical.py."""
 
+import json
 import math
 import shutil
 from itertools import product
+from pathlib import Path
 
 import pytest
 import torch
@@ -127,3 +129,75 @@ def test_knobs_are_checked():
         Settings(drafter="medusa", medusa_nodes=0).check()
     with pytest.raises(ValueError, match="medusa needs"):
         Settings(drafter="medusa", medusa_top_k=9).check()
+
+
+def test_step_page_shows_each_heads_top_k_and_the_tree():
+    import plotly.graph_objects as go
+    from streamlit.testing.v1 import AppTest
+
+    from specviz.charts.medusa import heads_figure
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=900)
+    at.query_params.update({"drafter": "medusa", "k": "3", "max_new_tokens": "20"})
+    at.switch_page("pages/step.py")
+    at.run()
+    at.button(key="nav_next").click().run()
+    assert not at.exception, at.exception
+    r = at.session_state["run"].current
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    heads = next(s for s in specs if s["layout"]["title"]["text"].startswith("Each head's top 3"))
+    first = next(d for d in heads["data"] if d["name"] == "candidate 1")
+    assert first["y"] == [row[0]["p"] for row in r.draft_notes["heads"]]  # head i's best, i = 1..depth
+    assert any(s["layout"]["title"]["text"].startswith(f"Draft tree: {len(r.draft_tokens)} nodes") for s in specs)
+    go.Figure(heads_figure(r.draft_notes, at.session_state["run"].generation.trace.vocab).to_dict())  # validates
+
+
+@pytest.mark.parametrize("flags, message", [(["--heads", "0"], "--heads must be between 1 and 8"),
+                                            (["--block", "300"], "--block must be between"),
+                                            (["--batch-size", "0"], "--batch-size must be between"),
+                                            (["--lr", "nan"], "--lr must be in")])  # fmt: skip
+def test_train_medusa_refuses_bad_flags_before_any_work(tmp_path, capsys, flags, message):
+    from specviz.cli import main
+
+    assert main(["train-medusa", "--out", str(tmp_path / "m.safetensors"), "--resume-dir", str(tmp_path), *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert not (tmp_path / "m.safetensors").exists()
+
+
+@pytest.mark.skipif(not DEFAULT_CORPUS.is_file(), reason="needs ../shared/data/tinyshakespeare.txt")
+def test_train_medusa_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
+    """Ctrl-C at step 3 of 5 saves the state; the same command then continues from step 3 and
+    ends with exactly the heads of an uninterrupted run (every step's batch depends on (seed, step))."""
+    import argparse
+
+    from specviz import train_medusa as tm
+
+    monkeypatch.setattr(tm, "head_accuracy", lambda *a: {"target_top1": 0.0, "head_top1": [], "val_chars": 0})
+    parser = argparse.ArgumentParser()
+    tm.add_args(parser)
+
+    def run(name: str, interrupt_at: int | None = None):
+        args = parser.parse_args(["--out", str(tmp_path / name), "--resume-dir", str(tmp_path / f"r-{name}"),
+                                  "--heads", "2", "--max-iters", "5", "--batch-size", "2", "--block", "16"])  # fmt: skip
+        cfg = tm.config_from(args)
+        cfg.eval_interval = 1
+        calls, real = [0], tm.get_batch
+
+        def batch(*a):
+            calls[0] += 1
+            if calls[0] == interrupt_at:
+                raise KeyboardInterrupt
+            return real(*a)
+
+        monkeypatch.setattr(tm, "get_batch", batch)
+        tm.train(args, cfg, "test")
+        return calls[0]
+
+    run("a.safetensors")
+    with pytest.raises(SystemExit):
+        run("b.safetensors", interrupt_at=4)  # steps 0..2 done, interrupted in step 3
+    assert run("b.safetensors") == 2  # resumed: only steps 3 and 4 ran
+    a = load_heads(tmp_path / "a.safetensors", DEFAULT_PATH.parent / "target.safetensors")
+    b = load_heads(tmp_path / "b.safetensors", DEFAULT_PATH.parent / "target.safetensors")
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))

@@ -75,6 +75,6 @@ class MedusaDrafter(Drafter):
         tree = [{"token": tok, "parent": par, "depth": d, "score": s}
                 for tok, par, (d, s, _) in zip(tokens, parents, nodes, strict=True)]  # fmt: skip
         heads = [[{"token": tok, "p": p} for tok, p in row] for row in ranked]
-        notes = {"feature_entry": t.start + entry, "heads": heads, "tree": tree, "nodes": self.nodes,
+        notes = {"root": context[-1], "feature_entry": t.start + entry, "heads": heads, "tree": tree, "nodes": self.nodes,
                  "top_k": self.top_k}  # fmt: skip
         return Draft(tokens, parents, None, notes)

@@ -1,0 +1,27 @@
+"""The medusa drafter's panel on the step page: each head's top-k with its probabilities, and the
+candidate tree they make (the sparse tree: the paths with the highest product of head
+probabilities, within the node budget). Draws nothing for a round of another drafter."""
+
+import streamlit as st
+
+from specviz.charts.draft_tree import draft_tree_figure
+from specviz.charts.medusa import heads_figure
+from specviz.record import RoundRecord
+
+
+def medusa_panel(r: RoundRecord, vocab: str) -> None:
+    notes = r.draft_notes
+    if "heads" not in notes or "feature_entry" not in notes:
+        return
+    from ui.round_view import chart  # here, not at the top: round_view imports the panel list
+
+    st.markdown(f"**Medusa heads.** Every head read the target's top-layer feature at context position "
+                f"{notes['feature_entry']} (the character before the root), which the last verify pass wrote: "
+                "no extra target pass. Head i guesses the character i steps after the root; the tree keeps the "
+                f"{len(r.draft_tokens)} paths (budget {notes['nodes']}) with the highest product of head "
+                "probabilities.")  # fmt: skip
+    left, right = st.columns(2)
+    with left:
+        chart(heads_figure(notes, vocab), f"medusa_heads_{r.index}")
+    with right:
+        chart(draft_tree_figure(r, vocab, notes["root"]), f"medusa_tree_{r.index}")

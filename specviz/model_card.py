@@ -21,6 +21,11 @@ ROLES = {
 SAMPLE = dict(prompt="ROMEO:\n", temperature=0.8, seed=0, max_new_tokens=300)
 
 
+def command_lines(verb: str, command: str) -> list[str]:
+    """'Trained with:' (or built) and the command as a code block."""
+    return [f"{verb} with:", "", "```", command, "```", ""]
+
+
 def distilled_section() -> list[str]:
     """The distilled table's card, from its header and its build sidecar."""
     table = load_table(checkpoint_path("target"))
@@ -45,12 +50,7 @@ def distilled_section() -> list[str]:
         f"| corpus sha256 | `{m['corpus_sha256']}` |",
         f"| build time | {build['build_seconds'] / 60:.1f} min, {build['threads']} thread(s), torch {m['torch']} |",
         "",
-        "Built with:",
-        "",
-        "```",
-        build["command"],
-        "```",
-        "",
+        *command_lines("Built", build["command"]),
     ]
 
 
@@ -80,12 +80,7 @@ def medusa_section() -> list[str]:
         f"| trained on | `models/{m['target_file']}`, sha256 `{m['target_sha256']}` (any other target is refused) |",
         f"| corpus sha256 | `{m['corpus_sha256']}` |",
         "",
-        "Trained with:",
-        "",
-        "```",
-        m["command"],
-        "```",
-        "",
+        *command_lines("Trained", m["command"]),
     ]
 
 
@@ -130,12 +125,7 @@ def render_card() -> str:
             f"| corpus sha256 | `{m['corpus_sha256']}` |",
             f"| file | `models/{name}.safetensors`, {checkpoint_path(name).stat().st_size / 1e6:.1f} MB |",
             "",
-            "Trained with:",
-            "",
-            "```",
-            m["command"],
-            "```",
-            "",
+            *command_lines("Trained", m["command"]),
             f"Sample (temperature {SAMPLE['temperature']}, seed {SAMPLE['seed']}, prompt `ROMEO:\\n`):",
             "",
             "```",

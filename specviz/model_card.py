@@ -58,7 +58,7 @@ def medusa_section() -> list[str]:
     """The Medusa heads' card, from their header (config, training run, validation accuracy)."""
     heads = cached_heads(checkpoint_path("target"), torch.float32, MEDUSA_PATH)  # sha256 and pairing checked
     m, c, tr, val = heads.meta, heads.config, heads.meta["train"], heads.meta["val"]
-    n_params = sum(p.numel() for p in heads.trainable())
+    n_params = sum(p.numel() for name, p in heads.named_parameters() if not name.startswith("ln_f"))
     acc = ", ".join(f"head {i} (x+{i + 1}): {a:.1%}" for i, a in enumerate(val["head_top1"], 1))
     return [
         "## medusa",

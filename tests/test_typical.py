@@ -60,5 +60,5 @@ def test_exactness_lab_calls_typical_acceptance_with_medusa_biased(target):
     than p says; the same tree verified token-wise is exact (tests/test_exactness.py)."""
     prompt = target.tokenizer.encode("the cat sat on the mat.\nthe cat sat on the")
     settings = Settings(drafter="medusa", k=3, temperature=1.0, seed=9100, verification="typical")
-    res = run_exactness(target, prompt, settings, samples=300)
+    res = run_exactness(target, prompt, settings, samples=150)  # measured: p ~ 1e-255, total variation 0.92
     assert res.p_value < 0.001 and verdict(res, 0.001)[0] == "biased", res.p_value

@@ -35,15 +35,18 @@ class MedusaDrafter(Drafter):
     name = "medusa"
     deterministic = True
     stateful = True  # bound to one generation's target cache
-    # Per drafted token, in target forward units. The heads run once per round (all H of them on
-    # one feature vector) and the tree is a heap walk; measured (tests/test_medusa.py prints it) at
-    # ~0.1 of a verify pass per round on this CPU, spread over K drafted depths.
-    draft_cost = 0.03
+    # Per drafted token, in target forward units (adaptive K). The heads run once per round (all H
+    # on one feature vector) and the tree is a heap walk: measured at 0.18 (4 nodes) to 0.20 (16
+    # nodes) of a one-token target forward per round on this CPU (1 thread, process time), so a
+    # round costs ~ROUND_COST whatever its size, spread here over the node budget.
+    ROUND_COST = 0.2
+    draft_cost = ROUND_COST / 16
 
     def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):
             raise ValueError("the Medusa heads were made for a model of another width or vocabulary")
         self.target, self.heads, self.nodes, self.top_k = target, heads, nodes, top_k
+        self.draft_cost = self.ROUND_COST / nodes
         target.capture((heads.config.feature_layer,))  # before the first pass: every entry gets its feature
 
     @torch.no_grad()

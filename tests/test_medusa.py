@@ -202,3 +202,22 @@ def test_train_medusa_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
     a = load_heads(tmp_path / "a.safetensors", DEFAULT_PATH.parent / "target.safetensors")
     b = load_heads(tmp_path / "b.safetensors", DEFAULT_PATH.parent / "target.safetensors")
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
+
+
+def test_one_token_prompt_drafts_nothing_then_drafts(target64):
+    """A one-token context has no cache entry before its root, so no feature for the heads: round 0
+    drafts nothing (and says why), round 1 reads the feature round 0's pass wrote."""
+    gen = Generation(target64, target64.tokenizer.encode("R"), Settings(drafter="medusa", k=4, temperature=0,
+                                                                       max_new_tokens=10))  # fmt: skip
+    first, second = gen.step(), gen.step()
+    assert not first.draft_tokens and "no cache entry before the root" in first.draft_notes["skipped"]
+    assert second.draft_tokens and second.draft_notes["feature_entry"] == 0
+
+
+def test_typical_acceptance_with_medusa_is_greedy_at_temperature_0(target64):
+    """At T = 0 p is one-hot, so typical acceptance keeps exactly the argmax: the baseline's text."""
+    prompt = target64.tokenizer.encode(PROMPT)
+    base = Generation(target64, prompt, Settings(drafter="none", temperature=0, max_new_tokens=120)).run()
+    run = Generation(target64, prompt, Settings(drafter="medusa", k=4, temperature=0, max_new_tokens=120,
+                                                verification="typical")).run()  # fmt: skip
+    assert run.tokens == base.tokens and run.summary()["accepted"] > 0

@@ -221,3 +221,15 @@ def test_typical_acceptance_with_medusa_is_greedy_at_temperature_0(target64):
     run = Generation(target64, prompt, Settings(drafter="medusa", k=4, temperature=0, max_new_tokens=120,
                                                 verification="typical")).run()  # fmt: skip
     assert run.tokens == base.tokens and run.summary()["accepted"] > 0
+
+
+def test_tree_page_knobs_rebuild_the_medusa_tree():
+    from test_tree_page import open_page
+
+    at = open_page("pages/tree.py", {"drafter": "medusa", "k": "4"})
+    at.slider(key="knob_medusa_nodes").set_value(4).run()
+    assert not at.exception and at.sidebar.number_input(key="ctl_medusa_nodes").value == 4
+    run = at.session_state["run"]
+    assert run.generation.drafter.nodes == 4 and run.cursor == 0
+    at.button(key="nav_next").click().run()
+    assert not at.exception and 0 < len(run.current.draft_tokens) <= 4

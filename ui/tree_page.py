@@ -16,6 +16,7 @@ KNOBS = {
     "distilled-tree": ({"distilled_context": "L (context)", "distilled_nodes": "node budget"}, "the draft tree"),
     "suffix": ({"suffix_max_match": "longest match", "suffix_min_prob": "min path probability",
                 "suffix_max_nodes": "node budget"}, "the suffix indices' tree"),
+    "medusa": ({"medusa_top_k": "candidates per head", "medusa_nodes": "node budget"}, "the candidate tree"),
 }  # fmt: skip
 
 

@@ -9,6 +9,7 @@ Every round returns a RoundRecord. ``Session`` keeps them so the app can go back
 without recomputing.
 """
 
+import threading
 import time
 from dataclasses import asdict, dataclass
 
@@ -116,7 +117,8 @@ class Settings:
 
 
 class Generation:
-    """One speculative generation from a prompt. Not thread-safe; one per user."""
+    """One speculative generation from a prompt. step() is not thread-safe: sessions that share a
+    generation call it holding ``lock`` (see Session)."""
 
     def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None, drafter=None):
         """``drafter``: reuse a drafter made for these settings (only one that is not stateful)."""
@@ -134,6 +136,7 @@ class Generation:
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
+        self.lock = threading.Lock()
 
     @property
     def generated(self) -> int:
@@ -238,14 +241,14 @@ class Session:
     """A step-through over one generation: rounds are computed once, then browsed.
 
     ``cursor`` is the number of rounds shown (0 = only the prompt). ``forward`` computes a new
-    round only when the cursor is at the newest one."""
+    round only when the cursor is at the newest one. Several sessions may browse one generation
+    (a class following the same preset: see ui/controls.py): each keeps its own cursor, and a
+    round is computed once, by whichever session reaches it first, under the generation's lock."""
 
-    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None):
-        self._args = (target, prompt, settings, draft_model)
-        self.reset()
-
-    def reset(self) -> None:
-        self.generation = Generation(*self._args)
+    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None,
+                 generation: "Generation | None" = None):  # fmt: skip
+        self.generation = generation or Generation(target, prompt, settings, draft_model)
+        assert self.generation.settings == settings and self.generation.trace.prompt == list(prompt)
         self.cursor = 0
 
     @property
@@ -262,9 +265,11 @@ class Session:
 
     def forward(self) -> RoundRecord | None:
         if self.cursor == len(self.rounds):
-            if self.generation.done:
-                return self.current
-            self.generation.step()
+            with self.generation.lock:  # another session may be computing this very round
+                if self.cursor == len(self.rounds):
+                    if self.generation.done:
+                        return self.current
+                    self.generation.step()
         self.cursor += 1
         return self.current
 
@@ -278,6 +283,7 @@ class Session:
         return self.current
 
     def run_to_end(self, progress=None) -> RoundRecord | None:
-        self.generation.run(progress)
+        with self.generation.lock:
+            self.generation.run(progress)
         self.cursor = len(self.rounds)
         return self.current

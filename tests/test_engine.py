@@ -152,3 +152,39 @@ def test_session_steps_back_and_forth_without_recomputing(target):
 def test_bad_settings_are_refused(target, bad, message):
     with pytest.raises(ValueError, match=message):
         Generation(target, [1, 2], Settings(**bad))
+
+
+def test_sessions_sharing_a_generation_compute_each_round_once(target):
+    """A class on one server: sessions browse one generation, each with its own cursor; concurrent
+    Next clicks compute every round exactly once and every session sees the unshared run's rounds."""
+    import threading
+
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter="trigram", k=4, temperature=0.8, max_new_tokens=60, seed=11)
+    alone = Generation(target, prompt, settings).run()
+    shared = Generation(target, prompt, settings)
+    sessions = [Session(target, prompt, settings, generation=shared) for _ in range(6)]
+    steps = []
+    shared_step = shared.step
+
+    def counted_step():
+        steps.append(1)
+        return shared_step()
+
+    shared.step = counted_step
+
+    def click_through(session):
+        while not session.at_end:
+            session.forward()
+
+    threads = [threading.Thread(target=click_through, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert len(steps) == len(shared.trace.rounds) == len(alone.rounds)  # each round computed once
+    assert shared.trace.tokens == alone.tokens
+    assert all(s.cursor == len(alone.rounds) for s in sessions)
+    late = Session(target, prompt, settings, generation=shared)  # a student who joins later starts at the prompt
+    assert late.cursor == 0 and late.forward() is shared.trace.rounds[0] and len(steps) == len(alone.rounds)

@@ -5,9 +5,9 @@ import html
 import re
 
 import pytest
+from conftest import APP
 from streamlit.testing.v1 import AppTest
 
-from conftest import APP
 from specviz.charts.kv import kv_ledger
 from specviz.charts.phase import accept_test
 from specviz.engine import Session, Settings
@@ -16,7 +16,11 @@ from specviz.text_view import text_body
 
 
 def rounds_of(target, drafter: str, n: int = 20):
-    s = Session(target, target.tokenizer.encode("ROMEO:\nWhat light through yonder window breaks?\n" * 3), Settings(drafter=drafter, k=4, temperature=0.8))
+    s = Session(
+        target,
+        target.tokenizer.encode("ROMEO:\nWhat light through yonder window breaks?\n" * 3),
+        Settings(drafter=drafter, k=4, temperature=0.8),
+    )
     return s, [s.forward() for _ in range(n)]
 
 

@@ -311,7 +311,7 @@ def test_lesson_follows_the_sidebar():
     assert "drafted nothing" in at.warning[0].value
     at.selectbox(key="ctl_drafter").set_value("bigram")
     rerun(at)
-    assert step_title(at) == "The setup" and "(bigram)" in at.markdown[0].value
+    assert step_title(at) == "The setup" and "(bigram)" in at.markdown[1].value  # [0] is the page's question
     at.text_area(key="ctl_prompt").set_value("")
     rerun(at)
     assert "prompt is empty" in shown(at.error[0].value) and "need fixing" in at.info[0].value

@@ -6,7 +6,7 @@ import streamlit as st
 
 from specviz import toy
 from specviz.charts import toy as charts
-from ui.common import page_setup
+from ui.common import page_setup, question
 from ui.round_view import chart
 
 STEPS = [100, 1_000, 5_000, 20_000, 100_000]
@@ -45,6 +45,7 @@ def controls() -> tuple:
 def render() -> None:
     page_setup()
     st.title("Acceptance math")
+    question("Why does accepting with probability min(1, p/q), and redrawing from the residual, give exactly p?")
     st.caption("Seed 003's toy, with no model: a target distribution p and a draft distribution q over a small "
                "vocabulary. A draft x ~ q is accepted with probability min(1, p(x)/q(x)); on rejection a token is "
                "drawn from the residual norm(max(0, p − q)). The output is then distributed exactly as p.")  # fmt: skip

@@ -16,7 +16,7 @@ from specviz.charts import exactness as charts
 from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
 from specviz.markup import md
 from specviz.presets import preset
-from ui.common import models_or_stop, page_setup
+from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec
 from ui.round_view import chart
 
@@ -103,6 +103,7 @@ def show(entry: dict, vocab: str) -> None:
 def render() -> None:
     page_setup()
     st.title("Exactness lab")
+    question("Is the output distributed exactly as the target's own, whatever the drafter and the rule?")
     st.caption("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
                "generations of K + 1 characters (so the first round drafts K and every draft position is checked) and "
                "test what came out against the target's exact distribution at every position; the first few "

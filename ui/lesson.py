@@ -11,7 +11,7 @@ from specviz.markup import md
 from specviz.presets import preset
 from specviz.stats import acceptance_by_position
 from specviz.text_view import text_html
-from ui.common import models_or_stop, page_setup
+from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart
 
@@ -109,6 +109,7 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
 def render() -> None:
     page_setup()
     st.title("Guided lesson: one round, step by step")
+    question("What happens in one round of speculative decoding, one step at a time?")
     target, _ = models_or_stop()
     valid = valid_spec(target)
     c = st.columns([3, 2])

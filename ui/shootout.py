@@ -6,7 +6,7 @@ from specviz.bench import rows_from_jsonl
 from specviz.charts import shootout as charts
 from specviz.markup import md
 from specviz.shootout import SWEEP_KS, run_shootout
-from ui.common import models_or_stop, page_setup
+from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart
 
@@ -73,6 +73,7 @@ def from_file() -> None:
 def render() -> None:
     page_setup()
     st.title("Drafter shoot-out")
+    question("Which drafter is fastest on this prompt, and why?")
     st.caption(f"Every drafter (knobs at their defaults) on the sidebar's prompt, seed, temperature and max new tokens, "
                f"timed against plain decoding in the same run: repeats interleaved, medians reported, "
                f"K swept over {', '.join(map(str, SWEEP_KS))} and the sidebar's K.")  # fmt: skip

@@ -4,7 +4,7 @@ the round phase by phase (draft, verify, each check, residual or bonus, trim).""
 import streamlit as st
 
 from specviz.engine import Session
-from ui.common import page_setup
+from ui.common import page_setup, question
 from ui.controls import active_session
 from ui.navigator import navigator
 from ui.phase_view import phase_view
@@ -22,6 +22,7 @@ def view(session: Session) -> None:
 def render() -> None:
     page_setup()
     st.title("Step through speculative decoding")
+    question("What does each round draft, check, keep and throw away?")
     st.caption("Each round: the drafter proposes K characters, the target checks them all in one forward pass, "
                "accepts or rejects each, and adds one character of its own. Use Next, or Play.")  # fmt: skip
     if (session := active_session()) is not None:

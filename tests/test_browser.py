@@ -5,6 +5,7 @@ import json
 import re
 from urllib.parse import urlencode
 
+import pytest
 from conftest import wait_idle
 
 
@@ -97,3 +98,48 @@ def test_home_opens_on_the_race(app_url, page):
     note = race.locator("#note").inner_text()
     assert re.search(r"plain \d+ ms, speculative \d+ ms: \d+\.\d\dx as fast, and the same characters", note)
     assert race.locator("#t0").inner_text() == race.locator("#t1").inner_text()  # greedy: the same text
+
+
+# Every element whose text must be read whole: buttons, metric labels and values, headings, widget
+# labels and tabs. An element (or one inside it) whose content is wider than its box is cut or spills.
+OVERFLOW_JS = """() => {
+  const sel = ['button', '[data-testid="stMetricValue"]', '[data-testid="stMetricLabel"]', 'h1', 'h2', 'h3',
+               '[data-testid="stWidgetLabel"]', 'button[role="tab"]'];
+  const out = [];
+  for (const s of sel) for (const el of document.querySelectorAll(s)) {
+    if (el.offsetParent === null) continue;
+    for (const e of [el, ...el.querySelectorAll('*')]) {
+      if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) { out.push(s + ': ' + el.innerText.slice(0, 60)); break; }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720)], ids=["1024x768", "1280x720"])
+def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
+    """At projector sizes, no button, metric, heading, widget label or tab is cut or spills out of its
+    box; each page is screenshot (docs/screenshots holds the 1024x768 ones the README shows)."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    context.set_default_timeout(600_000)  # only catches a hang
+    page = context.new_page()
+    cut = {}
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"):
+        page.goto(f"{app_url}/{path}")
+        page.get_by_role("heading").first.wait_for()
+        wait_idle(page)
+        if path == "step":
+            next_round(page, 2)
+            if found := page.evaluate(OVERFLOW_JS):
+                cut["step"] = found
+            page.get_by_text("Phase by phase").click()  # and the round phase by phase
+            page.get_by_role("button", name="Next phase").wait_for()
+            wait_idle(page)
+            page.get_by_role("button", name="Next phase").click()
+            wait_idle(page)
+            path = "step-phases"
+        page.screenshot(path=tmp_path / f"{path or 'home'}.png")
+        if found := page.evaluate(OVERFLOW_JS):
+            cut[path or "home"] = found
+    context.close()
+    assert not cut, f"cut or spilling at {size[0]}x{size[1]}: {cut}"

@@ -111,7 +111,8 @@ def render() -> None:
                "sidebar.")  # fmt: skip
     target, _ = models_or_stop()
     valid = valid_spec(target)
-    c = st.columns([2, 2, 1.3, 2], vertical_alignment="bottom")
+    c = st.columns(2, vertical_alignment="bottom")
+    c += [st.container(horizontal=True, gap="small")] * 2  # Run and the demo: labels whole at 1024 px
     samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",
                                     help="More runs detect smaller biases (and take longer)."))  # fmt: skip
     n_tokens = c[1].radio("First characters enumerated", [2, 3], index=1, horizontal=True, key="ex_tokens",

@@ -43,14 +43,15 @@ def _reveal(i: int, accepted: bool) -> None:
 
 def navigation(n: int) -> int:
     i = st.session_state.lesson_step
-    c = st.columns([1, 1, 1, 4])
-    c[0].button(
+    # Buttons as wide as their labels, in a row that wraps: nothing is cut to "N.." at 1024 px.
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    row.button(
         "Previous", icon=":material/chevron_left:", on_click=_move, args=(-1,), disabled=i == 0, key="lesson_prev"
     )
-    c[1].button("Next", icon=":material/chevron_right:", on_click=_move, args=(1,), disabled=i == n - 1,
-                type="primary", key="lesson_next")  # fmt: skip
-    c[2].button("Start over", icon=":material/first_page:", on_click=_move, args=(None,), key="lesson_restart")
-    c[3].progress((i + 1) / n, text=f"Step {i + 1} of {n}")
+    row.button("Next", icon=":material/chevron_right:", on_click=_move, args=(1,), disabled=i == n - 1,
+               type="primary", key="lesson_next")  # fmt: skip
+    row.button("Start over", icon=":material/first_page:", on_click=_move, args=(None,), key="lesson_restart")
+    row.progress((i + 1) / n, text=f"Step {i + 1} of {n}")
     return i
 
 

@@ -288,6 +288,9 @@ def test_lesson_predict_then_reveal(target):
     next_step(rerun(at), 3)
     title = chart(at, "Depth 1")["layout"]["title"]["text"]
     assert "u=" not in title
+    # Nothing gives the answer away before the guess: Next waits for it, and the step count (how many
+    # checks follow) is not shown.
+    assert at.button(key="lesson_next").disabled and not at.get("progress")
     at.button(key="lesson_reveal_3").click()  # no prediction yet: asked to choose
     rerun(at)
     assert "Pick a prediction first" in at.warning[0].value
@@ -296,6 +299,7 @@ def test_lesson_predict_then_reveal(target):
     rerun(at)
     assert "right." in at.success[0].value and "Score: 1 of 1" in at.caption[0].value
     assert "u=" in chart(at, "Depth 1")["layout"]["title"]["text"]  # the verdict is out
+    assert not at.button(key="lesson_next").disabled
     next_step(at)
     at.radio(key="lesson_guess_4").set_value("rejected" if verdicts[1] else "accepted")  # wrong
     at.button(key="lesson_reveal_4").click()

@@ -66,9 +66,19 @@ def speedup_bars(rows: list[dict], title: str) -> go.Figure:
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#56B4E9"}),
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#004C77"},
-            text=[f"{r['speedup']:.2f}×" for r in rows], textposition="outside"),
+            text=[f"{r['speedup']:.2f}×" for r in rows], textposition="outside", cliponaxis=False),
     ]  # fmt: skip
-    line = {"type": "line", "x0": 0, "x1": 1, "xref": "paper", "y0": 1, "y1": 1, "line": {"dash": "dot"}}
+    # The 1.0x line goes under the bars and their labels: a label near 1.0 stays readable on top of it.
+    line = {
+        "type": "line",
+        "x0": 0,
+        "x1": 1,
+        "xref": "paper",
+        "y0": 1,
+        "y1": 1,
+        "line": {"dash": "dot"},
+        "layer": "below",
+    }
     return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[line]))
 
 

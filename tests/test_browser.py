@@ -143,3 +143,34 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
             cut[path or "home"] = found
     context.close()
     assert not cut, f"cut or spilling at {size[0]}x{size[1]}: {cut}"
+
+
+NAMELESS_JS = """() => {
+  // Interactive elements a screen reader would announce without a name.
+  const out = [];
+  for (const el of document.querySelectorAll('button, input, textarea, [role="slider"], [role="combobox"], a[href]')) {
+    if (el.offsetParent === null || el.disabled) continue;
+    const labelled = (el.getAttribute('aria-labelledby') || '').split(' ').filter(Boolean)
+      .map(id => (document.getElementById(id) || {}).innerText || '').join('');
+    const label = el.id ? (document.querySelector(`label[for="${el.id}"]`) || {}).innerText || '' : '';
+    const name = (el.getAttribute('aria-label') || labelled || label || el.innerText || el.title || el.value || '').trim();
+    if (!name) out.push(el.outerHTML.slice(0, 120));
+  }
+  return out;
+}"""
+
+
+def test_step_page_reads_in_order_with_a_screen_reader(app_url, page):
+    """Accessibility, as far as a test can check it: every control on the step page has a name a
+    screen reader announces, and Tab reaches the round navigator's buttons in their visual order."""
+    goto(page, f"{app_url}/step")
+    next_round(page, 1)
+    assert page.evaluate(NAMELESS_JS) == []
+    page.get_by_role("button", name="Reset").focus()
+    labels = ["Reset", "Previous", "Next", "To the end", "Play"]
+    order = []
+    for _ in labels:
+        text = page.evaluate("() => document.activeElement.innerText")
+        order.append(next((label for label in labels if label in text.split("\n")), text))
+        page.keyboard.press("Tab")
+    assert order == labels

@@ -25,7 +25,7 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 APP = str(ROOT / "app.py")
-PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"]
+PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"]
 
 
 def first_load_in_browser(drop_caches: bool) -> float:

@@ -80,7 +80,7 @@ def test_no_request_leaves_the_app(app_url, page):
     """Every page loads only from the app's own origin: no fonts, icons or telemetry from elsewhere."""
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"):
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"):
         page.goto(f"{app_url}/{path}")
         page.get_by_role("heading").first.wait_for(timeout=600_000)
         wait_idle(page)
@@ -124,7 +124,7 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     context.set_default_timeout(600_000)  # only catches a hang
     page = context.new_page()
     cut = {}
-    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"):
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"):
         page.goto(f"{app_url}/{path}")
         page.get_by_role("heading").first.wait_for()
         wait_idle(page)

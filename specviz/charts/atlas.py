@@ -3,7 +3,7 @@ lossy methods hatched (their speed is bought with exactness)."""
 
 import plotly.graph_objects as go
 
-from specviz.charts.figure import bar, figure
+from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
 from specviz.markup import plotly_text
 from specviz.palette import BLUE, SKY
 
@@ -15,21 +15,10 @@ def speedup_figure(rows: list[dict]) -> go.Figure:
     lossy = ["/" if r["lossless"] == "LOSSY" else "" for r in rows]
     data = [
         bar(names, [r[f"speedup T={T}"] for r in rows], f"T = {T}", marker={"color": colour, "pattern": {"shape": lossy}},
-            text=[f"{v:.2f}×" if v is not None else "" for v in (r[f"speedup T={T}"] for r in rows)],
-            textposition="outside", cliponaxis=False)
+            **times_labels(r[f"speedup T={T}"] for r in rows))
         for T, colour in (("0", BLUE), ("0.8", SKY))
     ]  # fmt: skip
-    line = {
-        "type": "line",
-        "x0": 0,
-        "x1": 1,
-        "xref": "paper",
-        "y0": 1,
-        "y1": 1,
-        "line": {"dash": "dot"},
-        "layer": "below",
-    }
     return figure(data, {"title": {"text": "Measured speedup over plain decoding (hatched: lossy)"}, "barmode": "group",
-                         "height": 380, "margin": {"l": 50, "r": 10, "t": 50, "b": 110}, "shapes": [line],
+                         "height": 380, "margin": {"l": 50, "r": 10, "t": 50, "b": 110}, "shapes": [PARITY_LINE],
                          "yaxis": {"title": {"text": "× plain decoding"}}, "xaxis": {"tickangle": -40},
                          "legend": {"orientation": "h", "y": 1.08, "x": 1, "xanchor": "right"}})  # fmt: skip

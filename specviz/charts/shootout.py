@@ -5,7 +5,7 @@ under token-wise and block verification."""
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.charts.figure import bar, figure
+from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
 from specviz.markup import plotly_text
 from specviz.shootout import modelled_speedup
 from specviz.stats import expected_tokens_per_round
@@ -66,20 +66,9 @@ def speedup_bars(rows: list[dict], title: str) -> go.Figure:
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#56B4E9"}),
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#004C77"},
-            text=[f"{r['speedup']:.2f}×" for r in rows], textposition="outside", cliponaxis=False),
+            **times_labels(r["speedup"] for r in rows)),
     ]  # fmt: skip
-    # The 1.0x line goes under the bars and their labels: a label near 1.0 stays readable on top of it.
-    line = {
-        "type": "line",
-        "x0": 0,
-        "x1": 1,
-        "xref": "paper",
-        "y0": 1,
-        "y1": 1,
-        "line": {"dash": "dot"},
-        "layer": "below",
-    }
-    return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[line]))
+    return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[PARITY_LINE]))
 
 
 def k_sweep(rows: list[dict]) -> go.Figure:

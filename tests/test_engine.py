@@ -137,8 +137,8 @@ def test_session_steps_back_and_forth_without_recomputing(target):
     assert sess.seek(0) is None and sess.seek(99) is second
     sess.run_to_end()
     assert sess.at_end and sum(len(r.emitted) for r in sess.rounds) == 20
-    sess.reset()
-    assert sess.cursor == 0 and sess.rounds == []
+    again = Session(target, prompt, sess.generation.settings, generation=sess.generation)  # a second reader
+    assert again.cursor == 0 and again.forward() is first and again.rounds is sess.rounds
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ replacement) and every outcome of the verifier, in float64; optimality on a chai
 variant found biased, exactly and by the exactness lab."""
 
 import itertools
+from dataclasses import replace
 
 import pytest
 import torch
@@ -127,7 +128,7 @@ def test_sampled_trees_emit_the_target_distribution_exactly(shape, sampling, see
     assert sum(got.values()) == pytest.approx(1.0, abs=1e-12)
     assert tv(got, want) < 1e-12
     wrong = emitted_distribution(drafts, p_of, n, VERIFIERS["traversal-token-residual"])
-    assert tv(wrong, want) > 1e-3  # (c) exactly: the token-level residual is biased on every shape here
+    assert tv(wrong, want) > 0.05  # (c) exactly: the wrong variant is far off on every shape here
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -227,12 +228,13 @@ def test_traversal_runs_on_every_tree_drafter_settings():
 
 
 def test_exactness_lab_calls_the_wrong_variant_biased(tiny):
-    """(c) The bigram drafter against the tiny model at T = 1: chains whose ratio often falls below 1."""
+    """(c) The trigram drafter against the tiny model at T = 0.7, K = 4: sampled chains whose ratio
+    often falls below 1 at depth 1 (one-hot drafts cannot show this bug: see TraversalTokenResidual)."""
     prompt = tiny.tokenizer.encode("ROMEO:")
-    settings = Settings(drafter="bigram", k=3, temperature=1.0, seed=9000, verification="traversal-token-residual")
-    biased = run_exactness(tiny, prompt, settings, samples=1500)
+    settings = Settings(drafter="trigram", k=4, temperature=0.7, seed=9000, verification="traversal-token-residual")
+    biased = run_exactness(tiny, prompt, settings, samples=1000)
     assert biased.p_value < ALPHA and verdict(biased, ALPHA)[0] == "biased", biased.p_value
-    exact = run_exactness(tiny, prompt, Settings(**{**vars(settings), "verification": "traversal"}), samples=1500)
+    exact = run_exactness(tiny, prompt, replace(settings, verification="traversal"), samples=1000)
     assert exact.p_value >= ALPHA and verdict(exact, ALPHA)[0] == "exact", exact.p_value
 
 

@@ -87,7 +87,7 @@ class Try:
 def traversal_plan(draft: Draft, p_rows: torch.Tensor, token_residual: bool = False) -> list[Try]:
     """Every try of the traversal, in order, with its acceptance probability given that all
     earlier tries were rejected: no draws, so the outcome distribution is exact.
-    ``token_residual``: the wrong variant's row update (norm(max(p - q, 0)), alpha ignored)."""
+    ``token_residual``: the wrong variant's update (norm(max(p - q, 0)), alpha left as it was)."""
     kids = children_of(draft.parents)
     q_rows = sibling_rows(draft, p_rows.size(-1), draft.sampling)  # (N, V) as each child was drawn
     tries: list[Try] = []
@@ -98,11 +98,14 @@ def traversal_plan(draft: Draft, p_rows: torch.Tensor, token_residual: bool = Fa
             child_ratio = alpha * float(p[x]) / float(q[x])  # q(x) > 0: x was drawn from q
             visit(c, child_ratio, min(1.0, child_ratio), p_rows[c + 1], p)
             # c's whole subtree was rejected: Y absorbs it (see the module docstring)
+            if token_residual:  # the wrong variant: token-wise's update, the parent's weight as it was
+                p = residual(p, q)
+                continue
             r = (alpha * p - q).clamp_min(0)  # (V,)
             m = float(r.sum())
             # m + 1 - alpha = 0 only when alpha = 1 and p = q: the rejection had probability 0
             alpha = m / (m + 1 - alpha) if m + 1 - alpha > 0 else 1.0
-            p = residual(p, q) if token_residual else (r / m if m > 0 else p)
+            p = r / m if m > 0 else p
         tries.append(Try(node, ratio, alpha, p, parent_p))
 
     visit(-1, 1.0, 1.0, p_rows[0], None)
@@ -188,9 +191,11 @@ class Traversal(Verifier):
 
 
 class TraversalTokenResidual(Traversal):
-    """WRONG on purpose: after a sequence-level rejection the parent's row becomes the token-level
-    residual norm(max(p - q, 0)) instead of norm(max(alpha p - q, 0)). Where alpha < 1 (a path
-    whose ratio fell below 1) the correction then over-produces the tokens p likes."""
+    """WRONG on purpose: after a sequence-level rejection the parent falls back to token-wise
+    verification's update: its row becomes the token-level residual norm(max(p - q, 0)) and its
+    weight stays alpha, instead of norm(max(alpha p - q, 0)) and m / (m + 1 - alpha) <= alpha. The
+    rejected subtree's share of the parent's mass is spent twice: a drafted prefix whose ratio
+    fell below 1 comes out too often (and its correction from the wrong row)."""
 
     name = "traversal-token-residual"
     lossless = False

@@ -76,7 +76,7 @@ def p_rows_for(draft: Draft, p_of) -> torch.Tensor:
     return torch.stack([p_of(())] + [p_of(path_of(draft, i)) for i in range(len(draft.tokens))])  # (N+1, V)
 
 
-def emitted_distribution(drafts, p_of, n: int, verifier=Traversal()) -> dict[tuple, float]:
+def emitted_distribution(drafts, p_of, n: int, rule: str = "traversal") -> dict[tuple, float]:
     """Exact distribution of the first n emitted tokens (continued from the target where a round
     emits fewer), over every draft and every outcome of the traversal plan."""
     out: dict[tuple, float] = {}
@@ -90,7 +90,7 @@ def emitted_distribution(drafts, p_of, n: int, verifier=Traversal()) -> dict[tup
                 add(seq, p_of(seq), w * float(last[y]))
 
     for draft, weight in drafts:
-        tries = traversal_plan(draft, p_rows_for(draft, p_of), verifier.token_residual)
+        tries = traversal_plan(draft, p_rows_for(draft, p_of), VERIFIERS[rule].token_residual)
         for (w, _), t in zip(accepted_depths(draft, tries), tries, strict=True):
             path = () if t.node < 0 else path_of(draft, t.node)
             if len(path) >= n:
@@ -127,7 +127,7 @@ def test_sampled_trees_emit_the_target_distribution_exactly(shape, sampling, see
     got, want = emitted_distribution(drafts, p_of, n), target_distribution(p_of, n)
     assert sum(got.values()) == pytest.approx(1.0, abs=1e-12)
     assert tv(got, want) < 1e-12
-    wrong = emitted_distribution(drafts, p_of, n, VERIFIERS["traversal-token-residual"])
+    wrong = emitted_distribution(drafts, p_of, n, "traversal-token-residual")
     assert tv(wrong, want) > 0.05  # (c) exactly: the wrong variant is far off on every shape here
 
 
@@ -202,6 +202,7 @@ def test_notes_record_every_try_in_order():
     assert all(t["next"] == u["node"] for t, u in zip(tries, tries[1:], strict=False))
     assert all(t["u"] is None or 0 <= t["u"] < 1 for t in tries)
     accepted = tries[-1]["node"]
+    assert {c.node for c in verdict_.checks if c.accepted} == set(verdict_.path)  # every kept node has its record
     assert verdict_.path == sorted(_ancestors(draft, accepted))  # depth first: an ancestor comes earlier
 
 
@@ -240,6 +241,75 @@ def test_exactness_lab_calls_the_wrong_variant_biased(tiny):
 
 def test_traversal_greedy_generation_uses_no_draws(tiny):
     prompt = tiny.tokenizer.encode("ROMEO:")
-    g = Generation(tiny, prompt, Settings(drafter="trie", k=4, temperature=0, max_new_tokens=40, verification="traversal"))
+    g = Generation(
+        tiny, prompt, Settings(drafter="trie", k=4, temperature=0, max_new_tokens=40, verification="traversal")
+    )
     g.run()
     assert all(t["u"] is None for r in g.trace.rounds for t in r.verify_notes["tries"])
+
+
+def test_charts_read_every_try_from_the_record(tiny):
+    """A sampled tree (the tiny model drafting for itself, siblings without replacement): the table
+    has one row per try, the chart validates, and the checks table labels α as what it is."""
+    import plotly.graph_objects as go
+
+    from specviz.charts import checks_frame
+    from specviz.charts import traversal as charts
+
+    prompt = tiny.tokenizer.encode("ROMEO:")
+    settings = Settings(drafter="neural-tree", k=3, temperature=1.0, max_new_tokens=30, verification="traversal")
+    g = Generation(tiny, prompt, settings, tiny.model)
+    for _ in range(4):
+        r = g.step()
+        notes = r.verify_notes
+        frame = charts.traversal_frame(r, tiny.tokenizer.chars)
+        assert list(frame.columns) == charts.COLUMNS and len(frame) == len(notes["tries"])
+        assert list(frame["result"]).count("accepted") == 1 and frame["next"].iloc[-1] == "emit"
+        assert frame["node"].iloc[0] != "root" or not r.draft_tokens  # a leaf is tried first
+        assert list(checks_frame(r, tiny.tokenizer.chars).columns) == charts.CHECK_COLUMNS
+        fig = charts.traversal_figure(r, tiny.tokenizer.chars)
+        go.Figure(fig.to_dict())  # plotly validates every property here
+        assert f"{notes['expected_accepted']['traversal']:.2f} traversal" in fig.layout.title.text
+        assert charts.both_rules(r)["kept"] == r.n_accepted
+
+
+def test_panel_draws_nothing_for_other_verifiers(tiny, monkeypatch):
+    import streamlit as st
+
+    from ui.method_views import PANELS
+    from ui.traversal_view import traversal_view
+
+    assert traversal_view in PANELS
+    prompt = tiny.tokenizer.encode("ROMEO:")
+    r = Generation(tiny, prompt, Settings(drafter="trie", temperature=1.0, max_new_tokens=10)).step()
+
+    def fail(*args, **kwargs):
+        raise AssertionError("the traversal panel drew for a token-wise round")
+
+    for name in ("markdown", "caption", "dataframe", "plotly_chart"):
+        monkeypatch.setattr(st, name, fail)
+    traversal_view(r, tiny.tokenizer.chars)
+
+
+def test_step_page_shows_the_traversal():
+    from test_tree_page import open_page
+
+    from specviz.charts import traversal as charts
+
+    at = open_page("pages/step.py", {"drafter": "distilled-tree", "verification": "traversal", "temperature": "1.0"})
+    session = at.session_state["run"]
+    for _ in range(6):  # several rounds: the text view needs a record for every kept node, however deep
+        at.button(key="nav_next").click().run()
+        assert not at.exception, at.exception
+    assert session.current.draft_tokens and max(r.n_accepted for r in session.rounds) >= 2
+    assert any("The traversal, leaves first" in m.value for m in at.markdown)
+    assert any(list(d.value.columns) == charts.COLUMNS for d in at.dataframe)
+    assert any("The traversal, try by try" in c.proto.spec for c in at.get("plotly_chart"))
+
+
+def test_exactness_lab_labels_the_wrong_variant_lossy():
+    from specviz.exactness import rule_sentence
+    from ui.controls import verifier_label
+
+    assert "LOSSY" in rule_sentence("traversal-token-residual") and "expected to pass" in rule_sentence("traversal")
+    assert verifier_label("traversal-token-residual").endswith("(lossy)")

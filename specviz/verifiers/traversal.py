@@ -167,11 +167,7 @@ class Traversal(Verifier):
                     "u": u, "accepted": accepted}  # fmt: skip
             steps.append(step)
             if t.node >= 0:
-                x, q = draft.tokens[t.node], q_rows[t.node]
-                px, qx = float(t.parent_p[x]), float(q[x])
-                out.checks.append(
-                    PositionRecord(t.node, depths[t.node], x, qx, px, px / qx, t.alpha, u, accepted, None, q, t.parent_p)
-                )
+                out.checks.append(self.record(draft, q_rows[t.node], t, t.alpha, u, accepted))
             if not accepted:
                 step["next"] = tries[i + 1].node  # the next try: a sibling's deepest leaf, or the parent
                 continue
@@ -181,13 +177,27 @@ class Traversal(Verifier):
                 path.append(node)
                 node = draft.parents[node]
             out.path = path[::-1]
+            # The accepted node's ancestors are kept with it, with no draw of their own: recorded
+            # last, each with its capped sequence ratio, so every kept node has its record.
+            by_node = {s.node: s for s in tries}
+            for a in out.path[:-1]:
+                out.checks.append(self.record(draft, q_rows[a], by_node[a], min(1.0, by_node[a].ratio), None, True))
             if kids[t.node]:  # its children were all rejected: the correction, from what they left
                 out.residual, out.correction = t.p, draw(t.p, gen)
             else:  # a leaf (or an empty draft): the bonus from the target's row
                 out.bonus_p, out.bonus = t.p, draw(t.p, gen)
             break
-        out.notes = {"rule": self.name, "tries": steps, "expected_accepted": expected_both(draft, p_rows)}
+        # the same draft under both rules, no draws (this rule's own plan: the wrong variant's is its own)
+        expected = {"lossless": tokenwise_expected(draft, p_rows),
+                    self.name: sum(w * d for w, d in accepted_depths(draft, tries))}  # fmt: skip
+        out.notes = {"rule": self.name, "tries": steps, "expected_accepted": expected}
         return out
+
+    @staticmethod
+    def record(draft: Draft, q: torch.Tensor, t: Try, alpha: float, u: float | None, accepted: bool) -> PositionRecord:
+        x = draft.tokens[t.node]
+        px, qx = float(t.parent_p[x]), float(q[x])
+        return PositionRecord(t.node, draft.depths[t.node], x, qx, px, px / qx, alpha, u, accepted, None, q, t.parent_p)
 
 
 class TraversalTokenResidual(Traversal):

@@ -138,6 +138,10 @@ def test_deterministic_tree_emits_the_target_distribution_exactly(seed):
     draft = Draft([0, 1, 2, 1, 0, 0], [-1, 0, 0, -1, 3, 4])
     got, want = emitted_distribution([(draft, 1.0)], p_of, 4), target_distribution(p_of, 4)
     assert tv(got, want) < 1e-12
+    # One-hot drafts: token-wise already keeps the longest drafted prefix of a target sample, the
+    # most any lossless rule can keep, so traversal keeps exactly as much on average.
+    both = expected_both(draft, p_rows_for(draft, p_of))
+    assert both["traversal"] == pytest.approx(both["lossless"], abs=1e-12) and both["lossless"] > 0.1
 
 
 def test_a_deep_path_with_a_recovering_ratio_is_kept():

@@ -8,7 +8,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
-from specviz.charts.figure import figure
+from specviz.charts.figure import draws, probability_figure
 from specviz.markup import plotly_text
 from specviz.palette import ACCEPTED, GREY, REJECTED, P
 from specviz.record import RoundRecord
@@ -95,20 +95,15 @@ def traversal_figure(r: RoundRecord, vocab: str) -> go.Figure:
     tries = r.verify_notes["tries"]
     x = [f"{i + 1}: {plotly_text(''.join(label(vocab, t) for t in _path(r, s['node'])) or 'root')}"
          for i, s in enumerate(tries)]  # fmt: skip
-    draws = [(xi, s["u"]) for xi, s in zip(x, tries, strict=True) if s["u"] is not None]
     data = [
         {"type": "bar", "x": x, "y": [s["alpha"] for s in tries], "name": "α: P(accept the path)",
          "marker": {"color": [ACCEPTED if s["accepted"] else REJECTED for s in tries],
                     "pattern": {"shape": ["" if s["accepted"] else "/" for s in tries]}}},
         {"type": "scatter", "mode": "lines+markers", "x": x, "y": [min(1.0, s["ratio"]) for s in tries],
          "name": "sequence ratio on entry (capped at 1)", "line": {"color": P, "dash": "dot"}},
-        {"type": "scatter", "mode": "markers", "x": [a for a, _ in draws], "y": [b for _, b in draws],
-         "name": "draw u (accepted when u < α)", "marker": {"symbol": "x", "size": 11, "color": GREY}},
+        draws(x, [s["u"] for s in tries], "draw u (accepted when u < α)", GREY),
     ]  # fmt: skip
     both = both_rules(r)
     title = (f"The traversal, try by try<br><sub>expected kept on this draft: {both['lossless']:.2f} token-wise, "
              f"{both['traversal']:.2f} traversal; it kept {both['kept']} this time</sub>")  # fmt: skip
-    return figure(data, {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
-                         "xaxis": {"title": {"text": "try: path tried"}, "type": "category"},
-                         "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},
-                         "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip
+    return probability_figure(data, title, "try: path tried")

@@ -57,6 +57,10 @@ alpha(X_i) on entry is block's weight w_i, and alpha after the child's rejection
 so it has the largest expected accepted length of any valid rule on the same draft distribution
 (for one draft it can be lower than token-wise; tests/test_traversal.py enumerates both).
 
+On a deterministic tree (one-hot q) traversal keeps exactly as much as token-wise on average:
+token-wise already keeps the longest drafted prefix of a target sample, the most any lossless
+rule can keep with one-hot drafts. The gain is on sampled chains and trees.
+
 At temperature 0 every alpha is 0 or 1 and the accepted path is the longest greedy match, with no
 draws: the same tokens as token-wise.
 """

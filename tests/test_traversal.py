@@ -138,6 +138,8 @@ def test_deterministic_tree_emits_the_target_distribution_exactly(seed):
     draft = Draft([0, 1, 2, 1, 0, 0], [-1, 0, 0, -1, 3, 4])
     got, want = emitted_distribution([(draft, 1.0)], p_of, 4), target_distribution(p_of, 4)
     assert tv(got, want) < 1e-12
+    wrong = emitted_distribution([(draft, 1.0)], p_of, 4, "traversal-token-residual")
+    assert tv(wrong, want) > 0.01  # its weight is not lowered after a rejection: wrong on one-hot drafts too
     # One-hot drafts: token-wise already keeps the longest drafted prefix of a target sample, the
     # most any lossless rule can keep, so traversal keeps exactly as much on average.
     both = expected_both(draft, p_rows_for(draft, p_of))
@@ -234,7 +236,7 @@ def test_traversal_runs_on_every_tree_drafter_settings():
 
 def test_exactness_lab_calls_the_wrong_variant_biased(tiny):
     """(c) The trigram drafter against the tiny model at T = 0.7, K = 4: sampled chains whose ratio
-    often falls below 1 at depth 1 (one-hot drafts cannot show this bug: see TraversalTokenResidual)."""
+    often falls below 1 at depth 1, where the wrong variant keeps a prefix too often."""
     prompt = tiny.tokenizer.encode("ROMEO:")
     settings = Settings(drafter="trigram", k=4, temperature=0.7, seed=9000, verification="traversal-token-residual")
     biased = run_exactness(tiny, prompt, settings, samples=1000)

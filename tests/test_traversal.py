@@ -319,3 +319,8 @@ def test_exactness_lab_labels_the_wrong_variant_lossy():
 
     assert "LOSSY" in rule_sentence("traversal-token-residual") and "expected to pass" in rule_sentence("traversal")
     assert verifier_label("traversal-token-residual").endswith("(lossy)")
+    from test_tree_page import open_page
+
+    at = open_page("pages/exactness.py", {"drafter": "trigram", "verification": "traversal-token-residual"})
+    options = at.sidebar.selectbox(key="ctl_verification").options
+    assert "traversal" in options and "traversal-token-residual (lossy)" in options

@@ -37,8 +37,8 @@ probability alpha P_p(s), and rejects Y with probability 1 - alpha.
 By induction on the subtree. No children left: Y is tried, accepted with alpha, then emits from
 p. A next child c, token x ~ q: by induction c's subtree emits s = (x, t..) with probability
 q(x) min(1, alpha p(x)/q(x)) P_target(t.. | Y x) = min(q, alpha p)(x) P_target(t..), and rejects c
-with probability sum_x [q - alpha p]_+(x) = 1 - alpha + m, whatever x was. After a rejection the
-procedure goes on from (alpha', p') = (m / (m + 1 - alpha), r / m), which by induction emits s
+with probability sum_x [q - alpha p]_+(x) = 1 - alpha + m in all. After a rejection, whatever x
+was, the procedure goes on from (alpha', p') = (m / (m + 1 - alpha), r / m), which by induction emits s
 with probability (1 - alpha + m) alpha' p'(s_1) P_target(..) = r(s_1) P_target(..). In total
 min(q, alpha p) + max(alpha p - q, 0) = alpha p: the claim's first half; and Y is rejected with
 probability (1 - alpha + m)(1 - alpha') = 1 - alpha. At the root alpha = 1: every continuation
@@ -51,15 +51,18 @@ given everything drawn before it (the same condition as token-wise verification)
 node's q for siblings drawn with replacement, q with the earlier siblings removed for siblings
 drawn without replacement (``multidraft.sibling_rows``), and one-hot for a deterministic tree
 (trie, distilled-tree, suffix). So every tree drafter and every chain is supported; nothing is
-refused. (The paper states the rule for trees sampled without replacement; the derivation above
-needs nothing more.) On a chain traversal is block verification (Sun et al. 2025, block.py):
-alpha(X_i) on entry is block's weight w_i, and alpha after the child's rejection is its stop h_i,
-so it has the largest expected accepted length of any valid rule on the same draft distribution
-(for one draft it can be lower than token-wise; tests/test_traversal.py enumerates both).
+refused. (Only the paper's abstract could be read while writing this: the rule and its proof
+above were derived here, and tests/test_traversal.py checks them by exact enumeration for chains,
+one-hot trees and trees sampled with and without replacement.)
 
-On a deterministic tree (one-hot q) traversal keeps exactly as much as token-wise on average:
-token-wise already keeps the longest drafted prefix of a target sample, the most any lossless
-rule can keep with one-hot drafts. The gain is on sampled chains and trees.
+On a chain traversal is block verification (Sun et al., ICLR 2025, block.py): alpha(X_i) on entry
+is block's weight w_i, and alpha after the child's rejection is its stop h_i, so it has the
+largest expected accepted length of any valid rule on the same draft distribution (for one draft
+it can be lower than token-wise; tests/test_traversal.py enumerates both).
+
+On a deterministic tree (one-hot q) traversal keeps exactly as much as token-wise, in expectation,
+on every draft: token-wise already keeps the longest drafted prefix of a target sample, the most
+any lossless rule can keep with one-hot drafts. The gain is on sampled chains and trees.
 
 At temperature 0 every alpha is 0 or 1 and the accepted path is the longest greedy match, with no
 draws: the same tokens as token-wise.

@@ -55,6 +55,8 @@ METHODS = (
            "block"),
     Method("trie", "trie drafts, accepted by Medusa's typical acceptance", "Medusa (Cai et al., 2024)",
            "Quote a passage", "typical"),
+    Method("neural-tree", "the tiny GPT's sampled tree, verified leaves first, whole paths at a time",
+           "Traversal verification (Weng et al., 2025)", "Free verse", "traversal"),
 )  # fmt: skip
 
 

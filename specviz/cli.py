@@ -290,7 +290,7 @@ def cmd_bench(args) -> None:
 
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
-                               block=not args.no_block)  # fmt: skip
+                               block=not args.no_block, traversal=not args.no_traversal)  # fmt: skip
     text = bench.rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
@@ -389,6 +389,8 @@ def build_parser() -> OneLineParser:
         "--no-auto", action="store_true", help="skip the adaptive-K rows (each drafter's default configuration)"
     )
     b.add_argument("--no-block", action="store_true", help="skip the block-verification rows (chain drafters, T > 0)")
+    b.add_argument("--no-traversal", action="store_true",
+                   help="skip the traversal-verification rows (tree drafters, T > 0)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.set_defaults(func=cmd_bench)
     chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")

@@ -49,7 +49,8 @@ def test_baseline_equals_plain_greedy_decoding(target):
     "drafter, verification",
     [(d, "lossless") for d in DRAFTERS if d != "none"]
     + [(d, "block") for d in DRAFTERS if d not in ("none", *TREE_DRAFTERS)]
-    + [("trigram", "typical"), ("trie", "typical")],  # lossy at T > 0, greedy at T = 0
+    + [("trigram", "typical"), ("trie", "typical")]  # lossy at T > 0, greedy at T = 0
+    + [(d, "traversal") for d in TREE_DRAFTERS],
 )
 def test_greedy_speculative_equals_baseline(target, tiny, drafter, verification):
     prompt = target.tokenizer.encode(PROMPT)

@@ -47,6 +47,11 @@ def show(result) -> None:
         st.dataframe(charts.rules_frame(result.rules), hide_index=True)
         chart(charts.rules_bars(result.rules, result.k), "so_rules")
         st.caption(charts.RULES_EXPLAIN)
+    if getattr(result, "tree_rules", None):  # a result kept from before traversal rows had none
+        st.subheader("Token-wise or traversal verification, tree drafters")
+        st.dataframe(charts.rules_frame(result.tree_rules, "traversal"), hide_index=True)
+        chart(charts.rules_bars(result.tree_rules, result.k, "traversal"), "so_tree_rules")
+        st.caption(charts.TREE_RULES_EXPLAIN)
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
     with st.expander("Every K"):

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, label_text
 from specviz.charts.figure import figure
-from specviz.palette import ACCEPTED, GREY, INK, MUTED, P, Q, REJECTED
+from specviz.palette import ACCEPTED, GREY, INK, MUTED, REJECTED, P, Q
 from specviz.record import RoundRecord
 
 

@@ -146,6 +146,7 @@ REAL_TARGET_MODES = [
     ("layer-skip", "sampled chain", "lossless", 7000),
     ("distilled", "sampled chain", "block", 8000),
     ("nasd", "deterministic chain", "block", 8000),
+    ("lookahead", "deterministic tree", "lossless", 9000),
 ]
 
 

@@ -128,9 +128,12 @@ class LookaheadDrafter(Drafter):
     name = "lookahead"
     deterministic = True
     stateful = True  # the window and the pool belong to one generation
-    # Its draft is free (a dict look-up); its cost is the window riding in every verify pass,
-    # a fixed (N - 1) W - 1 extra rows whatever K is. Adaptive K charges per drafted token, so the
-    # window's cost is spread over the N - 1 levels a full candidate has: see __init__.
+    # Its draft is free (a dict look-up); its cost is the window riding in every verify pass: a fixed
+    # E = (N - 1) W - 1 extra rows whatever K is, each about VERIFY_SLOPE of a one-token pass
+    # (specviz/adaptive.py; measured here: a round of W = 5, N = 4, G = 5, K = 4 has ~25 rows and a
+    # verify phase 2.8-3.0x the baseline's one-token pass, the model says 2.8). Adaptive K charges per
+    # drafted token, so the window's cost is spread over a full candidate tree, G n-grams of N - 1
+    # tokens (shared prefixes merge, so measured trees are ~2/3 of that): see __init__.
     draft_cost = 0.02
 
     def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5):
@@ -146,9 +149,7 @@ class LookaheadDrafter(Drafter):
         self.cols = 0  # window columns in this round's pass
         self.row: dict[tuple[int, int], int] = {}  # cell -> its extra row, this round
         self.preds: list[int] = []  # the top level's predictions, per column run this round
-        # One extra row of the verify pass costs about VERIFY_SLOPE of a one-token pass, so the
-        # window costs VERIFY_SLOPE ((N - 1) W - 1) per round; spread over a full candidate's N - 1 levels.
-        self.draft_cost = max(0.02, VERIFY_SLOPE * ((ngram - 1) * window - 1) / (ngram - 1))
+        self.draft_cost = max(0.02, VERIFY_SLOPE * ((ngram - 1) * window - 1) / (candidates * (ngram - 1)))
 
     def top_cell_rows(self) -> list[int]:
         """Row of the observed logits (root first, then the extras) that predicts for each column."""

@@ -5,6 +5,7 @@ from the DRAFTERS parametrisation in tests/test_engine.py; exactness from REAL_T
 import json
 from dataclasses import replace
 
+import plotly.graph_objects as go
 import pytest
 import torch
 
@@ -117,7 +118,8 @@ def test_a_sampled_run_records_its_window_and_what_sampling_costs(tiny):
     rows = charts.candidate_rows(trace.rounds[-1], tiny.tokenizer.chars)
     assert all(0 <= row["accepted"] <= 4 for row in rows)
     fig = charts.window_figure(trace.rounds[-1], tiny.tokenizer.chars)
-    assert len(fig.data) >= 2
+    go.Figure(fig.to_dict())  # validates every property: raises on a misspelt one
+    assert len(fig.data) == 2 and len(fig.data[0].x) == s.lookahead_window * (s.lookahead_ngram - 1)
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import torch
 
 from specviz.cached_model import CachedModel
 from specviz.charts import lookahead as charts
+from specviz.charts.kv import kv_ledger as from_kv
 from specviz.drafters.base import chain
 from specviz.drafters.lookahead import LookaheadDrafter, NGramPool, ngram_tree, window_extra
 from specviz.engine import Generation, Settings, verify_pass
@@ -112,6 +113,11 @@ def test_a_sampled_run_records_its_window_and_what_sampling_costs(tiny):
     json.dumps(trace.to_dict())  # notes are plain data
     assert all(r.kv_after_verify == r.kv_before + 1 + len(r.draft_tokens) + len(r.extra_tokens) for r in trace.rounds)
     assert any(r.extra_tokens for r in trace.rounds) and any(r.accepted_path for r in trace.rounds)
+    r = next(r for r in trace.rounds if r.extra_tokens)
+    assert len(r.extra_positions) == len(r.extra_tokens)
+    assert all(r.kv_before < pos < tiny.config.block_size for pos in r.extra_positions)  # after the root, in the window
+    ledger = from_kv(r)
+    assert ledger.data[1].x[0] == r.kv_after_verify - r.kv_before and "extra" in ledger.data[1].name
     costs = [charts.sampling_cost(r) for r in trace.rounds]
     tried = [c for c in costs if c["greedy_guesses"]]
     assert tried and all(0 < c["mean_accept"] < 1 for c in tried)  # at T = 0 each would be accepted

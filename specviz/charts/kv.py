@@ -12,7 +12,8 @@ HATCH = {"pattern": {"shape": "/"}}
 
 
 def kv_ledger(r: RoundRecord) -> go.Figure:
-    written = r.kv_after_verify - r.kv_before  # root + every drafted token
+    written = r.kv_after_verify - r.kv_before  # root + every drafted token (+ extra tokens: lookahead's window)
+    what = f"root + draft + {len(r.extra_tokens)} extra" if r.extra_tokens else "root + draft"
     kept_new = r.kv_after_trim - r.kv_before  # root + accepted path
     dropped = written - kept_new
     stages = ["1. before", "2. verify writes", "3. after trim"]
@@ -20,7 +21,7 @@ def kv_ledger(r: RoundRecord) -> go.Figure:
     h = {"orientation": "h", "textposition": "inside"}
     data = [
         bar([r.kv_before] * 3, stages, "cached context", marker={"color": CACHED}, text=[r.kv_before] * 3, **h),
-        bar([written, kept_new], stages[1:], "root + draft / kept", marker={"color": KEPT},
+        bar([written, kept_new], stages[1:], f"{what} / kept", marker={"color": KEPT},
             text=[f"+{written}", f"+{kept_new} kept"], **h),
         bar([dropped], stages[2:], f"dropped ({how})", marker={"color": TRIMMED, **HATCH}, opacity=0.6,
             text=[f"−{dropped}"], **h),

@@ -1,7 +1,8 @@
 """The step-through engine: one call of ``Generation.step()`` is one speculative round.
 
     draft   the drafter proposes a chain or tree from the context
-    verify  one target forward pass over [last token + draft] (tree attention for trees)
+    verify  one target forward pass over [last token + draft] (tree attention for trees), plus any
+            extra tokens the drafter asked for (Draft.extra: lookahead's window), unseen by the draft
     accept  accept/reject each drafted token; correction from the residual or bonus token
     trim    the target's cache keeps the last token and the accepted path, nothing else
 

@@ -43,9 +43,9 @@ columns that did not fit in the context window) repeat their left neighbour or k
 Exactness. Candidates are point masses (q one-hot), so the lossless verifier accepts a candidate
 token x with probability p(x) and otherwise zeroes it and renormalises: exact at every temperature.
 At T = 0 a candidate is accepted iff it is the argmax: the output equals greedy decoding. At T > 0
-the window still guesses greedy tokens (the paper's sampling variant does the same), and a guess
-that is the argmax is accepted only with probability p(argmax) < 1: that is what sampling costs
-lookahead, shown in the notes and on the step page. The window starts as tokens drawn from the
+the window still guesses the target's greedy tokens (argmax of each row, whatever the temperature),
+and a candidate that is the argmax is accepted only with probability p(argmax) < 1: that is what
+sampling costs lookahead (the step page counts it per round: charts/lookahead.sampling_cost). The window starts as tokens drawn from the
 prompt with the run's generator (LADE's initialisation), so a seed reproduces a run.
 """
 

@@ -51,6 +51,8 @@ METHODS = (
            "A song's refrain"),
     Method("layer-skip", "the target's own first layers, exiting early", "LayerSkip (Elhoushi et al., 2024); Draft & "
            "Verify (Zhang et al., 2023)", "Dialogue"),
+    Method("lookahead", "n-grams collected from Jacobi iterations run inside the verify pass",
+           "Lookahead decoding (Fu et al., 2024)", "Counting"),
     Method("trigram", "trigram drafts, verified as a block", "Block verification (Sun et al., 2024)", "Dialogue",
            "block"),
     Method("trie", "trie drafts, accepted by Medusa's typical acceptance", "Medusa (Cai et al., 2024)",

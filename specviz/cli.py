@@ -138,6 +138,10 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
     )
     p.add_argument("--neural-tree-children", type=int, default=d.neural_tree_children,
                    help="neural-tree: the most children per node (1..8)")  # fmt: skip
+    p.add_argument("--lookahead-window", type=int, default=d.lookahead_window, help="lookahead: W, window columns")
+    p.add_argument("--lookahead-ngram", type=int, default=d.lookahead_ngram, help="lookahead: N, n-gram size")
+    p.add_argument("--lookahead-candidates", type=int, default=d.lookahead_candidates,
+                   help="lookahead: G, n-grams per first token")  # fmt: skip
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 

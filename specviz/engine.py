@@ -1,7 +1,8 @@
 """The step-through engine: one call of ``Generation.step()`` is one speculative round.
 
     draft   the drafter proposes a chain or tree from the context
-    verify  one target forward pass over [last token + draft] (tree attention for trees)
+    verify  one target forward pass over [last token + draft] (tree attention for trees), plus any
+            extra tokens the drafter asked for (Draft.extra: lookahead's window), unseen by the draft
     accept  accept/reject each drafted token; correction from the residual or bonus token
     trim    the target's cache keeps the last token and the accepted path, nothing else
 
@@ -20,7 +21,7 @@ from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
-from specviz.drafters.base import chain, tree_mask
+from specviz.drafters.base import Draft, chain, tree_mask
 from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
@@ -57,6 +58,9 @@ class Settings:
     layer_skip_layers: int = 2  # layer-skip: the target's first n layers draft (1 .. n_layer - 1; the target has 4)
     neural_tree_nodes: int = 16  # node budget of the neural draft tree
     neural_tree_children: int = 3  # the most children per node of the neural draft tree
+    lookahead_window: int = 5  # lookahead: W, the Jacobi window's columns
+    lookahead_ngram: int = 4  # lookahead: N, the n-gram size (N - 1 levels in the window)
+    lookahead_candidates: int = 5  # lookahead: G, n-grams kept per first token and verified per round
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -114,6 +118,32 @@ class Settings:
         if not 1 <= self.neural_tree_children <= 8:
             raise ValueError(f"the neural tree's children per node must be between 1 and 8, "
                              f"got {cut(self.neural_tree_children)}")  # fmt: skip
+        if not (1 <= self.lookahead_window <= 32 and 2 <= self.lookahead_ngram <= 8
+                and 1 <= self.lookahead_candidates <= 32):  # fmt: skip
+            raise ValueError("lookahead needs 1 <= window W <= 32, 2 <= n-gram N <= 8 and 1 <= candidates G <= 32")
+
+
+def verify_pass(target: CachedModel, root: int, draft: Draft):
+    """The round's one target forward: [root + draft nodes] after the cache (tree attention for a
+    tree), then the draft's extra tokens if it has any (Draft.extra: lookahead's Jacobi window).
+    The root and the nodes never attend to an extra, so their rows are what they would be without
+    them; extras are scratch that keep() never commits. -> (logits (N+1, V) of root and nodes,
+    logits (1+E, V) of the root and the extras or None, positions of every input, the tree mask
+    (N+1, N+1) or None for a chain)"""
+    P, n = target.length, 1 + len(draft.tokens)
+    tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
+    tokens, positions, mask = [root] + draft.tokens, [P] + [P + d for d in draft.depths], tree
+    extra = draft.extra
+    if extra is not None and extra.tokens:
+        E = len(extra.tokens)
+        mask = torch.zeros(n + E, n + E, dtype=torch.bool)  # root and nodes: never an extra
+        mask[:n, :n] = tree if tree is not None else torch.ones(n, n, dtype=torch.bool).tril()
+        mask[n:] = extra.mask  # (E, n + E), the drafter's own pattern
+        tokens, positions = tokens + extra.tokens, positions + [P + o for o in extra.offsets]
+    logits = target.forward(tokens, positions, mask)  # (N+1+E, V)
+    if mask is tree:
+        return logits, None, positions, tree
+    return logits[:n], logits[[0, *range(n, len(tokens))]], positions, tree
 
 
 class Generation:
@@ -178,9 +208,9 @@ class Generation:
         t1 = time.perf_counter()
         reprefill = self.target.sync(self.tokens)
         kv_before = self.target.length
-        tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
-        positions = [kv_before] + [kv_before + d for d in depths]
-        logits = self.target.forward([self.tokens[-1]] + draft.tokens, positions, tree)  # (N+1, V)
+        logits, extra_logits, positions, tree = verify_pass(self.target, self.tokens[-1], draft)
+        if extra_logits is not None:
+            self.drafter.observe(extra_logits)
         p_rows = probs_from_logits(logits, T)  # (N+1, V)
 
         t2 = time.perf_counter()
@@ -207,7 +237,7 @@ class Generation:
             kv_kept=list(range(kv_before + 1)) + [kv_before + 1 + i for i in path],
             draft_tokens=draft.tokens,
             draft_parents=draft.parents,
-            draft_positions=positions,
+            draft_positions=positions[: 1 + len(draft.tokens)],
             tree_mask=None if tree is None else tree.tolist(),
             draft_notes=draft.notes,
             positions=verdict.checks,
@@ -224,6 +254,8 @@ class Generation:
             draft_sampling=draft.sampling,
             draft_s=t1 - t0,
             verify_s=t2 - t1,
+            extra_tokens=draft.extra.tokens if draft.extra else [],
+            extra_positions=positions[1 + len(draft.tokens) :],
         )
         record.accept_s = time.perf_counter() - t2  # accept, trim the cache, update the drafter, record
         self.trace.rounds.append(record)

@@ -232,4 +232,12 @@ DRAFTER_GLOSSARY = [
      "early through its own final norm and output head, then checks the draft with all its layers. The draft "
      "layers' keys and values are the target's own, so the draft reuses the target's cache and nothing is "
      "prefilled twice; more draft layers guess better but cost more."},
+    {"drafter": "lookahead", "paper": "Lookahead decoding (Fu, Bailis, Stoica and Zhang, 2024, arXiv 2402.02057)",
+     "text": "Lookahead decoding needs no drafter: the target guesses ahead by itself. Besides the candidates, its "
+     "verify pass carries a window of W guessed future characters kept over the last N - 1 Jacobi steps; every "
+     "pass updates each guess from the guesses before it (Jacobi iteration: the fixed point is the greedy text). "
+     "Each column of the window, read with the guess it produces, is an N-gram the target itself wrote; these "
+     "go into a pool keyed by their first character, and the next round verifies the pool's n-grams that start "
+     "with the last character, as one tree. The window rides in the same pass but nothing verified attends to "
+     "it, so the output is exact; the price is a longer pass every round."},
 ]  # fmt: skip

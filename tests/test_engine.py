@@ -86,7 +86,7 @@ def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
         for (k1, v1), (k2, v2) in zip(gen.target.kv_cache(), fresh.layers, strict=True):
             assert (k1 - k2).abs().max() < 1e-9 and (v1 - v2).abs().max() < 1e-9
         assert record.kv_after_trim == record.kv_before + 1 + record.n_accepted
-        assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens)
+        assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens) + len(record.extra_tokens)
     assert any(r.reprefill for r in gen.trace.rounds[1:])
 
 

@@ -149,6 +149,7 @@ REAL_TARGET_MODES = [
     ("nasd", "deterministic chain", "block", 8000),
     ("trie", "deterministic tree", "traversal", 9000),
     ("neural-tree", "sampled tree", "traversal", 9000),  # the tiny model drafts, siblings without replacement
+    ("lookahead", "deterministic tree", "lossless", 9000),
 ]
 
 

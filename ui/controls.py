@@ -52,6 +52,11 @@ HELP = {
     "norm and head; more layers draft better and cost more.",
     "neural_tree_nodes": "Neural tree: the node budget of the tree grown from the tiny model's confidence.",
     "neural_tree_children": "Neural tree: the most children a node gets (its top tokens at T = 0, draws at T > 0).",
+    "lookahead_window": "Lookahead: W, the columns of the Jacobi window of guessed future characters that rides in "
+    "every verify pass (more columns: more n-grams per pass, a longer pass).",
+    "lookahead_ngram": "Lookahead: N, the n-gram size; the window keeps the last N - 1 Jacobi steps and candidates "
+    "are up to N - 1 characters deep.",
+    "lookahead_candidates": "Lookahead: G, the n-grams kept per first character in the pool, all verified as one tree.",
     "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
     "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
     "when verified as drawn.",
@@ -126,6 +131,9 @@ def sidebar() -> RunSpec:
             _number("layer_skip_layers", "Layer-skip draft layers")
             _number("neural_tree_nodes", "Neural tree nodes")
             _number("neural_tree_children", "Neural tree children per node")
+            _number("lookahead_window", "Lookahead window W")
+            _number("lookahead_ngram", "Lookahead n-gram N")
+            _number("lookahead_candidates", "Lookahead candidates G")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

@@ -14,7 +14,8 @@ HATCH = {"pattern": {"shape": "/"}}
 def kv_ledger(r: RoundRecord, stages_shown: int = 3) -> go.Figure:
     """The three stages of the round's cache; ``stages_shown`` < 3 draws the first ones only (the
     phase-by-phase view: nothing is trimmed before the trim phase)."""
-    written = r.kv_after_verify - r.kv_before  # root + every drafted token
+    written = r.kv_after_verify - r.kv_before  # root + every drafted token (+ extra tokens: lookahead's window)
+    what = f"root + draft + {len(r.extra_tokens)} extra" if r.extra_tokens else "root + draft"
     kept_new = r.kv_after_trim - r.kv_before  # root + accepted path
     dropped = written - kept_new
     stages = ["1. before", "2. verify writes", "3. after trim"]
@@ -22,7 +23,7 @@ def kv_ledger(r: RoundRecord, stages_shown: int = 3) -> go.Figure:
     h = {"orientation": "h", "textposition": "inside"}
     data = [
         bar([r.kv_before] * 3, stages, "cached context", marker={"color": CACHED}, text=[r.kv_before] * 3, **h),
-        bar([written, kept_new], stages[1:], "root + draft / kept", marker={"color": KEPT},
+        bar([written, kept_new], stages[1:], f"{what} / kept", marker={"color": KEPT},
             text=[f"+{written}", f"+{kept_new} kept"], **h),
         bar([dropped], stages[2:], f"dropped ({how})", marker={"color": TRIMMED, **HATCH}, opacity=0.6,
             text=[f"−{dropped}"], **h),

@@ -5,6 +5,7 @@ from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
+from specviz.drafters.lookahead import LookaheadDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
 from specviz.drafters.neural_tree import NeuralTreeDrafter
@@ -14,8 +15,14 @@ from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
-            "distilled-tree", "suffix", "layer-skip")  # fmt: skip
-TREE_DRAFTERS = ("trie", "neural-tree", "distilled-tree", "suffix")  # send trees (chains-only verifiers refuse them)
+            "distilled-tree", "suffix", "layer-skip", "lookahead")  # fmt: skip
+TREE_DRAFTERS = (
+    "trie",
+    "neural-tree",
+    "distilled-tree",
+    "suffix",
+    "lookahead",
+)  # send trees (chains-only verifiers refuse them)
 SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
 NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
 
@@ -60,6 +67,9 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         if target_cache is None:
             raise ValueError("the layer-skip drafter drafts in the target's KV cache: pass target_cache")
         return LayerSkipDrafter(target_cache, s.layer_skip_layers)
+    if name == "lookahead":
+        return LookaheadDrafter(prompt, target_ckpt.config.block_size, s.lookahead_window, s.lookahead_ngram,
+                                s.lookahead_candidates)  # fmt: skip
     if name in NEURAL_DRAFTERS:
         if draft_model is None:
             raise ValueError(f"the {name} drafter needs the tiny draft model")

@@ -10,6 +10,7 @@ st.navigation(
         st.Page("pages/tree.py", title="Trie and tree attention", url_path="tree"),
         st.Page("pages/nasd.py", title="NASD storage", url_path="nasd"),
         st.Page("pages/shootout.py", title="Drafter shoot-out", url_path="shootout"),
+        st.Page("pages/atlas.py", title="Methods atlas", url_path="atlas"),
         st.Page("pages/exactness.py", title="Exactness lab", url_path="exactness"),
         st.Page("pages/acceptance.py", title="Acceptance math", url_path="acceptance"),
     ]

@@ -25,30 +25,20 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 APP = str(ROOT / "app.py")
-PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"]
+PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"]
 
 
 def first_load_in_browser(drop_caches: bool) -> float:
     """One fresh server and one fresh browser context (empty HTTP cache), as a first visit."""
     import subprocess
-    import urllib.request
+    import tempfile
 
-    from conftest import CHROMIUM, CHROMIUM_ARGS, free_port
+    from conftest import CHROMIUM, CHROMIUM_ARGS, streamlit_server
     from playwright.sync_api import sync_playwright
 
     if drop_caches:  # as after a reboot: torch's libraries and the checkpoints come from disk
         subprocess.run(["sh", "-c", "sync; echo 3 > /proc/sys/vm/drop_caches"], check=True)
-    port = free_port()
-    cmd = [sys.executable, "-m", "streamlit", "run", APP, "--server.port", str(port)]  # settings: .streamlit/
-    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(f"{url}/_stcore/health", timeout=2)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with streamlit_server(Path(tempfile.mkdtemp()) / "server.log") as (url, _):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             page = browser.new_context().new_page()
@@ -59,9 +49,6 @@ def first_load_in_browser(drop_caches: bool) -> float:
             elapsed = time.perf_counter() - t0
             browser.close()
         return elapsed
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def open_page(name: str, query: dict | None = None) -> tuple[AppTest, float]:

@@ -13,6 +13,8 @@ sampled temperatures (at temperature 0 block verification keeps the matched pref
 tokens as token-wise). A block-verified run records, for each of its drafts, the expected accepted
 tokens under both rules, so its row also says what each rule makes of the same drafts:
 ``tau_same_lossless`` and ``tau_same_block`` = 1 + the mean over rounds of those expectations.
+Likewise, with ``traversal=True`` every tree drafter also runs with traversal verification (Weng
+et al. 2025) at the sampled temperatures: ``tau_same_lossless`` and ``tau_same_traversal``.
 
 Two suites, told apart by the row's ``suite``:
 
@@ -82,6 +84,7 @@ class BenchRow:
     same_as_baseline: bool | None  # temperature 0: the same tokens as the baseline; else None
     tau_same_lossless: float | None  # block rows: 1 + mean expected accepted per round, token-wise, same drafts
     tau_same_block: float | None  # block rows: the same under block verification (its expectation, not its draws)
+    tau_same_traversal: float | None  # traversal rows: the same under traversal verification, same drafts
     threads: int  # torch.get_num_threads() during the run
     load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
     version: str  # "specviz (torch 2.13.0+cpu)" or "transformers 5.23.0 (torch ...)"
@@ -94,7 +97,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
-            "tau_same_block": None}  # fmt: skip
+            "tau_same_block": None, "tau_same_traversal": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -224,9 +227,9 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
             timing["draft_cost"] = timing["draft_s"] / drafted / base_forward if drafted else 0.0
             timing["verify_cost"] = timing["verify_s"] / forwards / base_forward
         same = all(r.tokens == b.tokens for r, b in zip(first, base_first, strict=True)) if T == 0 else None
-        tau_same = {"lossless": None, "block": None}
-        if all(r.expected is not None for r in first):
-            tau_same = {rule: 1 + sum(r.expected[rule] for r in first) / forwards for rule in tau_same}
+        tau_same = {"lossless": None, "block": None, "traversal": None}
+        if all(r.expected is not None for r in first):  # the rules its verifier scored each draft under
+            tau_same |= {rule: 1 + sum(r.expected[rule] for r in first) / forwards for rule in first[0].expected}
         row = BenchRow(
             impl=impl, suite=suite, drafter=drafter, temperature=T, k=k, k_auto=auto, verification=verification,
             **common, tokens=tokens,
@@ -234,6 +237,7 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
             seconds=statistics.median(secs), tokens_per_s=statistics.median(tokens / s for s in secs),
             speedup=speedup, fraction_of_ideal=speedup / tpf if impl == "specviz" else None, **timing,
             same_as_baseline=same, tau_same_lossless=tau_same["lossless"], tau_same_block=tau_same["block"],
+            tau_same_traversal=tau_same["traversal"],
             threads=torch.get_num_threads(), load_average=load, version=version,
         )  # fmt: skip
         rows.append(asdict(row))
@@ -243,12 +247,13 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
 def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset] | None = None,
               drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
               repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
-              auto: bool = False, block: bool = False) -> list[dict]:  # fmt: skip
+              auto: bool = False, block: bool = False, traversal: bool = False) -> list[dict]:  # fmt: skip
     """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
     ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
     AUTO_K_MAX), with ``block=True`` one more per chain drafter verified with block verification at
-    each temperature above 0, then, with ``transformers=True`` (needs the package), the
-    vs-transformers suite.
+    each temperature above 0, with ``traversal=True`` one more per tree drafter verified with
+    traversal verification at each temperature above 0, then, with ``transformers=True`` (needs the
+    package), the vs-transformers suite.
 
     ``tiny`` is the neural drafters' checkpoint (None: leave NEURAL_DRAFTERS out of ``drafters``).
     ``progress(done, total)`` is called after every generation."""
@@ -257,9 +262,10 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     configs = [(d, k, False, "lossless") for d in drafters]
     configs += [(d, AUTO_K_MAX, True, "lossless") for d in drafters[1:] if auto]
     configs += [(d, k, False, "block") for d in drafters[1:] if block and d not in TREE_DRAFTERS]
+    configs += [(d, k, False, "traversal") for d in drafters[1:] if traversal and d in TREE_DRAFTERS]
 
-    def runs_at(T: float) -> list[tuple]:  # block verification at temperature 0 is token-wise's greedy match
-        return [c for c in configs if T > 0 or c[3] != "block"]
+    def runs_at(T: float) -> list[tuple]:  # block or traversal at temperature 0 is token-wise's greedy match
+        return [c for c in configs if T > 0 or c[3] == "lossless"]
 
     Settings(k=k, max_new_tokens=max_new_tokens).check()
     if not prompts or repeats < 1 or not temperatures:
@@ -348,7 +354,8 @@ nothing. speedup: over the KV-cached baseline (drafter none) in the same run, me
 repeats. of ideal: speedup / tok/fwd. draft c: time to draft one token, verify v: time of one
 verification pass, both relative to one baseline forward pass. same: greedy output identical to the
 baseline's. verify: the verification rule. τ tok, τ block: block rows only, on the run's own
-drafts, 1 + the mean expected accepted tokens per round under token-wise and block verification."""
+drafts, 1 + the mean expected accepted tokens per round under token-wise and block verification.
+τ trav: traversal rows (tree drafters), the same under traversal verification (and τ tok beside it)."""
 
 NOTES = (
     NOTES_NO_HF
@@ -375,6 +382,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("same", "same_as_baseline", "{}"),
     ("τ tok", "tau_same_lossless", "{:.2f}"),
     ("τ block", "tau_same_block", "{:.2f}"),
+    ("τ trav", "tau_same_traversal", "{:.2f}"),
 )
 LEFT = 4  # the first columns (names) are left-aligned, the numbers right-aligned
 

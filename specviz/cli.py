@@ -141,6 +141,10 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
                    help="neural-tree: the most children per node (1..8)")  # fmt: skip
     p.add_argument("--medusa-nodes", type=int, default=d.medusa_nodes, help="medusa: node budget (1..64)")
     p.add_argument("--medusa-top-k", type=int, default=d.medusa_top_k, help="medusa: candidates per head (1..8)")
+    p.add_argument("--lookahead-window", type=int, default=d.lookahead_window, help="lookahead: W, window columns")
+    p.add_argument("--lookahead-ngram", type=int, default=d.lookahead_ngram, help="lookahead: N, n-gram size")
+    p.add_argument("--lookahead-candidates", type=int, default=d.lookahead_candidates,
+                   help="lookahead: G, n-grams per first token")  # fmt: skip
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -293,7 +297,7 @@ def cmd_bench(args) -> None:
 
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
-                               block=not args.no_block)  # fmt: skip
+                               block=not args.no_block, traversal=not args.no_traversal)  # fmt: skip
     text = bench.rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
@@ -402,6 +406,8 @@ def build_parser() -> OneLineParser:
         "--no-auto", action="store_true", help="skip the adaptive-K rows (each drafter's default configuration)"
     )
     b.add_argument("--no-block", action="store_true", help="skip the block-verification rows (chain drafters, T > 0)")
+    b.add_argument("--no-traversal", action="store_true",
+                   help="skip the traversal-verification rows (tree drafters, T > 0)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.set_defaults(func=cmd_bench)
     chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")

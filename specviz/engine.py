@@ -1,7 +1,8 @@
 """The step-through engine: one call of ``Generation.step()`` is one speculative round.
 
     draft   the drafter proposes a chain or tree from the context
-    verify  one target forward pass over [last token + draft] (tree attention for trees)
+    verify  one target forward pass over [last token + draft] (tree attention for trees), plus any
+            extra tokens the drafter asked for (Draft.extra: lookahead's window), unseen by the draft
     accept  accept/reject each drafted token; correction from the residual or bonus token
     trim    the target's cache keeps the last token and the accepted path, nothing else
 
@@ -9,6 +10,7 @@ Every round returns a RoundRecord. ``Session`` keeps them so the app can go back
 without recomputing.
 """
 
+import threading
 import time
 from dataclasses import asdict, dataclass
 
@@ -19,7 +21,7 @@ from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
-from specviz.drafters.base import chain, tree_mask
+from specviz.drafters.base import Draft, chain, tree_mask
 from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import probs_from_logits
@@ -56,6 +58,9 @@ class Settings:
     layer_skip_layers: int = 2  # layer-skip: the target's first n layers draft (1 .. n_layer - 1; the target has 4)
     neural_tree_nodes: int = 16  # node budget of the neural draft tree
     neural_tree_children: int = 3  # the most children per node of the neural draft tree
+    lookahead_window: int = 5  # lookahead: W, the Jacobi window's columns
+    lookahead_ngram: int = 4  # lookahead: N, the n-gram size (N - 1 levels in the window)
+    lookahead_candidates: int = 5  # lookahead: G, n-grams kept per first token and verified per round
     medusa_nodes: int = 16  # medusa: node budget of the candidate tree (Medusa's sparse tree)
     medusa_top_k: int = 3  # medusa: candidates per head (the tokens of head i at depth i)
 
@@ -118,10 +123,37 @@ class Settings:
         if not 1 <= self.medusa_nodes <= 64 or not 1 <= self.medusa_top_k <= 8:
             raise ValueError(f"medusa needs 1 <= nodes <= 64 and 1 <= top_k <= 8, "
                              f"got {cut(self.medusa_nodes)} and {cut(self.medusa_top_k)}")  # fmt: skip
+        if not (1 <= self.lookahead_window <= 32 and 2 <= self.lookahead_ngram <= 8
+                and 1 <= self.lookahead_candidates <= 32):  # fmt: skip
+            raise ValueError("lookahead needs 1 <= window W <= 32, 2 <= n-gram N <= 8 and 1 <= candidates G <= 32")
+
+
+def verify_pass(target: CachedModel, root: int, draft: Draft):
+    """The round's one target forward: [root + draft nodes] after the cache (tree attention for a
+    tree), then the draft's extra tokens if it has any (Draft.extra: lookahead's Jacobi window).
+    The root and the nodes never attend to an extra, so their rows are what they would be without
+    them; extras are scratch that keep() never commits. -> (logits (N+1, V) of root and nodes,
+    logits (1+E, V) of the root and the extras or None, positions of every input, the tree mask
+    (N+1, N+1) or None for a chain)"""
+    P, n = target.length, 1 + len(draft.tokens)
+    tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
+    tokens, positions, mask = [root] + draft.tokens, [P] + [P + d for d in draft.depths], tree
+    extra = draft.extra
+    if extra is not None and extra.tokens:
+        E = len(extra.tokens)
+        mask = torch.zeros(n + E, n + E, dtype=torch.bool)  # root and nodes: never an extra
+        mask[:n, :n] = tree if tree is not None else torch.ones(n, n, dtype=torch.bool).tril()
+        mask[n:] = extra.mask  # (E, n + E), the drafter's own pattern
+        tokens, positions = tokens + extra.tokens, positions + [P + o for o in extra.offsets]
+    logits = target.forward(tokens, positions, mask)  # (N+1+E, V)
+    if mask is tree:
+        return logits, None, positions, tree
+    return logits[:n], logits[[0, *range(n, len(tokens))]], positions, tree
 
 
 class Generation:
-    """One speculative generation from a prompt. Not thread-safe; one per user."""
+    """One speculative generation from a prompt. step() is not thread-safe: sessions that share a
+    generation call it holding ``lock`` (see Session)."""
 
     def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None, drafter=None):
         """``drafter``: reuse a drafter made for these settings (only one that is not stateful)."""
@@ -139,6 +171,7 @@ class Generation:
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
+        self.lock = threading.Lock()
 
     @property
     def generated(self) -> int:
@@ -180,9 +213,9 @@ class Generation:
         t1 = time.perf_counter()
         reprefill = self.target.sync(self.tokens)
         kv_before = self.target.length
-        tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
-        positions = [kv_before] + [kv_before + d for d in depths]
-        logits = self.target.forward([self.tokens[-1]] + draft.tokens, positions, tree)  # (N+1, V)
+        logits, extra_logits, positions, tree = verify_pass(self.target, self.tokens[-1], draft)
+        if extra_logits is not None:
+            self.drafter.observe(extra_logits)
         p_rows = probs_from_logits(logits, T)  # (N+1, V)
 
         t2 = time.perf_counter()
@@ -209,7 +242,7 @@ class Generation:
             kv_kept=list(range(kv_before + 1)) + [kv_before + 1 + i for i in path],
             draft_tokens=draft.tokens,
             draft_parents=draft.parents,
-            draft_positions=positions,
+            draft_positions=positions[: 1 + len(draft.tokens)],
             tree_mask=None if tree is None else tree.tolist(),
             draft_notes=draft.notes,
             positions=verdict.checks,
@@ -226,6 +259,8 @@ class Generation:
             draft_sampling=draft.sampling,
             draft_s=t1 - t0,
             verify_s=t2 - t1,
+            extra_tokens=draft.extra.tokens if draft.extra else [],
+            extra_positions=positions[1 + len(draft.tokens) :],
         )
         record.accept_s = time.perf_counter() - t2  # accept, trim the cache, update the drafter, record
         self.trace.rounds.append(record)
@@ -243,14 +278,14 @@ class Session:
     """A step-through over one generation: rounds are computed once, then browsed.
 
     ``cursor`` is the number of rounds shown (0 = only the prompt). ``forward`` computes a new
-    round only when the cursor is at the newest one."""
+    round only when the cursor is at the newest one. Several sessions may browse one generation
+    (a class following the same preset: see ui/controls.py): each keeps its own cursor, and a
+    round is computed once, by whichever session reaches it first, under the generation's lock."""
 
-    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None):
-        self._args = (target, prompt, settings, draft_model)
-        self.reset()
-
-    def reset(self) -> None:
-        self.generation = Generation(*self._args)
+    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None,
+                 generation: "Generation | None" = None):  # fmt: skip
+        self.generation = generation or Generation(target, prompt, settings, draft_model)
+        assert self.generation.settings == settings and self.generation.trace.prompt == list(prompt)
         self.cursor = 0
 
     @property
@@ -267,9 +302,11 @@ class Session:
 
     def forward(self) -> RoundRecord | None:
         if self.cursor == len(self.rounds):
-            if self.generation.done:
-                return self.current
-            self.generation.step()
+            with self.generation.lock:  # another session may be computing this very round
+                if self.cursor == len(self.rounds):
+                    if self.generation.done:
+                        return self.current
+                    self.generation.step()
         self.cursor += 1
         return self.current
 
@@ -283,6 +320,7 @@ class Session:
         return self.current
 
     def run_to_end(self, progress=None) -> RoundRecord | None:
-        self.generation.run(progress)
+        with self.generation.lock:
+            self.generation.run(progress)
         self.cursor = len(self.rounds)
         return self.current

@@ -55,7 +55,7 @@ class RoundRecord:
     window_start: int  # first context index the target sees
     reprefill: bool  # the window moved: the cache was rebuilt from context[window_start:-1]
     kv_before: int  # cache length when verification starts
-    kv_after_verify: int  # + the root and every drafted token
+    kv_after_verify: int  # + the root, every drafted token and any extra tokens
     kv_after_trim: int  # what stays: the root and the accepted path
     kv_kept: list[int]  # cache indices kept (a prefix for chains, a gathered path for trees)
     draft_tokens: list[int]
@@ -78,6 +78,10 @@ class RoundRecord:
     draft_s: float = 0.0
     verify_s: float = 0.0
     accept_s: float = 0.0
+    # Tokens the verify pass ran besides the draft (Draft.extra: lookahead's Jacobi window), after
+    # the nodes: counted in kv_after_verify, never kept.
+    extra_tokens: list[int] = field(default_factory=list)
+    extra_positions: list[int] = field(default_factory=list)
 
     @property
     def number(self) -> int:

@@ -12,9 +12,11 @@ show: each drafter's acceptance by position and its tokens per round against the
                 same drafts (the block run's: 1 + mean over rounds of the expected accepted tokens
                 its verifier recorded for each draft). Measured runs differ in their drafts and
                 draws; the same-draft figures compare the rules alone.
+    tree rules  the same per tree drafter with token-wise and traversal verification (Weng et al.
+                2025), the same-draft figures from the traversal run's rounds.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.checkpoint import Checkpoint
 from specviz.bench import bench_settings, expected_totals, run_bench
@@ -32,6 +34,7 @@ class Shootout:
     by_position: dict[str, list[dict]]  # drafter -> acceptance by draft position, at the chosen K
     k: int  # the chosen K (the sidebar's)
     rules: list[dict]  # per chain drafter at K: tau token-wise and block, measured and on the same drafts
+    tree_rules: list[dict] = field(default_factory=list)  # per tree drafter at K: token-wise and traversal
 
 
 def tau(trace) -> float:
@@ -39,12 +42,13 @@ def tau(trace) -> float:
     return len(trace.tokens) / len(trace.rounds)
 
 
-def rules_row(drafter: str, lossless, block) -> dict:
-    """tau of a token-wise and of a block-verified trace of ``drafter``, and both rules on the block run's drafts."""
-    same = expected_totals(block.rounds)
-    n = len(block.rounds)
-    return {"drafter": drafter, "tau_lossless": tau(lossless), "tau_block": tau(block),
-            "tau_same_lossless": 1 + same["lossless"] / n, "tau_same_block": 1 + same["block"] / n}  # fmt: skip
+def rules_row(drafter: str, lossless, other, rule: str = "block") -> dict:
+    """tau of a token-wise and of a ``rule``-verified trace of ``drafter``, and both rules on the
+    ``rule`` run's drafts."""
+    same = expected_totals(other.rounds)
+    n = len(other.rounds)
+    return {"drafter": drafter, "tau_lossless": tau(lossless), f"tau_{rule}": tau(other),
+            "tau_same_lossless": 1 + same["lossless"] / n, f"tau_same_{rule}": 1 + same[rule] / n}  # fmt: skip
 
 
 def modelled_speedup(row: dict) -> float | None:
@@ -62,8 +66,9 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     preset = Preset("shoot-out prompt", "free", prompt, "")
     per_k = len(DRAFTERS) * repeats
     chains = [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
-    # the sweep, then one traced run per drafter but the baseline, then one block-verified run per chain drafter
-    total = per_k * len(ks) + len(DRAFTERS) - 1 + len(chains)
+    # the sweep, then one traced run per drafter but the baseline, then one block-verified run per chain
+    # drafter and one traversal-verified run per tree drafter
+    total = per_k * len(ks) + len(DRAFTERS) - 1 + len(chains) + len(TREE_DRAFTERS)
     rows = []
     for i, k in enumerate(ks):
         tick = (lambda done, _, base=i * per_k: progress(base + done, total)) if progress else None
@@ -72,6 +77,7 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     ids = target.tokenizer.encode(prompt)
     by_position, traces, done = {}, {}, per_k * len(ks)
     runs = [(d, "lossless") for d in DRAFTERS[1:]] + [(d, "block") for d in chains]  # the baseline drafts nothing
+    runs += [(d, "traversal") for d in TREE_DRAFTERS]
     for d, rule in runs:
         same = bench_settings(d, settings.temperature, settings.k, settings.max_new_tokens, settings.seed,
                               verification=rule)  # fmt: skip
@@ -81,4 +87,5 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
             progress(done, total)
     by_position = {d: acceptance_by_position(traces[d, "lossless"].rounds) for d in DRAFTERS[1:]}
     rules = [rules_row(d, traces[d, "lossless"], traces[d, "block"]) for d in chains]
-    return Shootout(rows, by_position, settings.k, rules)
+    tree_rules = [rules_row(d, traces[d, "lossless"], traces[d, "traversal"], "traversal") for d in TREE_DRAFTERS]
+    return Shootout(rows, by_position, settings.k, rules, tree_rules)

@@ -59,3 +59,13 @@ def running_totals(rounds: list[RoundRecord], k: int) -> dict:
         "expected_per_round": expected_tokens_per_round(alpha, k) if tried else 1.0,
         "reprefills": sum(r.reprefill for r in rounds),
     }
+
+
+def p_value_sentence(p_value: float | None, what: str, reference: str, alpha: float) -> str:
+    """A chi-square p-value in words, against a level fixed in advance (the exactness lab's ALPHA)."""
+    if p_value is None:
+        return "Not enough samples for a test yet."
+    if p_value < alpha:
+        return f"p-value {p_value:.2g} < {alpha}: {what} is NOT distributed as {reference}: a bias, not chance."
+    return (f"p-value {p_value:.3g} ≥ {alpha}: no evidence that {what} differs from {reference}; the gaps are the "
+            "sampling noise expected of this many draws.")  # fmt: skip

@@ -6,6 +6,8 @@
     bonus       drawn from p after a fully accepted draft: blue, double underline
     rejected    the current round's rejected candidates: red, struck through
     unchecked   drafted after a rejection, never looked at: grey, struck through
+    pending     phase by phase (specviz/phases.py): drafted, not yet checked: dotted underline
+    focus       phase by phase: what the current phase is about: a blue outline
 
 Colour is never the only cue (each kind has its own line style), and every emitted character
 has a tooltip with p, q and its round. Every character goes through html.escape: a prompt
@@ -14,6 +16,7 @@ containing markup shows as text.
 
 import html
 
+from specviz.phases import Phase
 from specviz.record import RoundRecord, Trace
 
 STYLE = """<style>
@@ -25,6 +28,8 @@ STYLE = """<style>
 .sv-bonus { background: #D5ECFA; text-decoration: underline double #004C77; }
 .sv-rejected { background: #F7D6C2; color: #A34800; text-decoration: line-through 2px; }
 .sv-unchecked { color: #999999; text-decoration: line-through; }
+.sv-pending { text-decoration: underline dotted #6B7280 2px; }
+.sv-focus { outline: 3px solid #0072B2; outline-offset: 1px; }
 .sv-now { font-weight: 700; }
 .sv-legend span { margin-right: 0.8em; }
 </style>"""
@@ -36,14 +41,16 @@ LEGEND = (
     '<span class="sv-unchecked">never checked</span> <b>bold</b> = this round</div>'
 )
 
+PHASE_LEGEND = '<span class="sv-pending">not yet checked</span><span class="sv-focus">this phase</span>'
+
 
 def _glyph(ch: str) -> str:
     # A newline gets a visible mark, so an accepted or rejected newline can be seen and hovered.
     return "\u21b5\n" if ch == "\n" else ch
 
 
-def _span(kind: str, ch: str, title: str, now: bool = False) -> str:
-    cls = f"sv-{kind}" + (" sv-now" if now else "")
+def _span(kind: str, ch: str, title: str, now: bool = False, focus: bool = False) -> str:
+    cls = f"sv-{kind}" + (" sv-now" if now else "") + (" sv-focus" if focus else "")
     return f'<span class="{cls}" title="{html.escape(title)}">{html.escape(_glyph(ch))}</span>'
 
 
@@ -74,20 +81,47 @@ def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
     return out
 
 
+def phase_spans(r: RoundRecord, vocab: str, phase: Phase) -> list[str]:
+    """The current round as it stands at ``phase``: the checks made so far resolved, the one the
+    phase is about outlined, a chain's candidates not yet checked pending; the full round at trim."""
+    if phase.stage == "trim":
+        return round_spans(r, vocab, now=True)
+    done = {"draft": 0, "verify": 0, "check": (phase.check or 0) + 1}.get(phase.stage, len(r.positions))
+    out = []
+    for i, p in enumerate(r.positions[:done]):
+        kind = "accepted" if p.accepted else "rejected"
+        title = f"round {r.number}: {kind}, p={p.p_x:.3f} q={p.q_x:.3f} u={p.u}"
+        out.append(_span(kind, vocab[p.token], title, True, focus=phase.stage == "check" and i == phase.check))
+    if r.tree_mask is None:  # a chain: the candidates after the checks so far
+        rejected = any(not p.accepted for p in r.positions[:done])
+        for tok in r.draft_tokens[done:]:
+            kind = "unchecked" if rejected else "pending"
+            out.append(
+                _span(kind, vocab[tok], f"round {r.number}: drafted, {'never' if rejected else 'not yet'} checked")
+            )
+    if phase.stage in ("residual", "bonus"):
+        last = r.emitted[-1]
+        out.append(_span(phase.stage if phase.stage == "bonus" else "correction", vocab[last],
+                         f"round {r.number}: {phase.stage}", True, focus=True))  # fmt: skip
+    return out
+
+
 def prompt_spans(trace: Trace) -> str:
     return "".join(_span("prompt", trace.vocab[t], "prompt") for t in trace.prompt)
 
 
-def text_body(trace: Trace, cursor: int) -> str:
+def text_body(trace: Trace, cursor: int, phase: Phase | None = None) -> str:
     """The prompt and the first ``cursor`` rounds, without the style and legend; round ``cursor``
-    is the current one."""
+    is the current one, drawn as it stands at ``phase`` when one is given."""
     vocab = trace.vocab
     parts = [prompt_spans(trace)]
     for r in trace.rounds[:cursor]:
-        parts += round_spans(r, vocab, now=r.index == cursor - 1)
+        now = r.index == cursor - 1
+        parts += phase_spans(r, vocab, phase) if now and phase is not None else round_spans(r, vocab, now=now)
     return f'<div class="sv-text">{"".join(parts)}</div>'
 
 
-def text_html(trace: Trace, cursor: int) -> str:
+def text_html(trace: Trace, cursor: int, phase: Phase | None = None) -> str:
     """The text after ``cursor`` rounds with its style and legend, ready for one HTML block."""
-    return f"{STYLE}{LEGEND}{text_body(trace, cursor)}"
+    legend = LEGEND if phase is None else LEGEND.replace("</div>", PHASE_LEGEND + "</div>")
+    return f"{STYLE}{legend}{text_body(trace, cursor, phase)}"

@@ -6,6 +6,7 @@ Debian's chromium (/usr/bin/chromium).
 The browser tests fail (they do not skip) when chromium or playwright is missing: .ci/run
 installs chromium with apt-get, and playwright is in requirements-dev.txt."""
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -60,12 +61,11 @@ def tiny64():
     return _checkpoint("tiny", float64=True)
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
-    """Base URL of a running `streamlit run app.py`; its log is kept for a failing test."""
+@contextlib.contextmanager
+def streamlit_server(log: Path):
+    """`streamlit run app.py` on a free local port, as a user starts it (the rest of its settings come
+    from .streamlit/config.toml); yields (base URL, process) once it answers its health check."""
     port = free_port()
-    log = tmp_path_factory.mktemp("streamlit") / "server.log"
-    # The rest of the server's settings come from .streamlit/config.toml, as for a user.
     cmd = [sys.executable, "-m", "streamlit", "run", str(APP), "--server.port", str(port), "--server.address", "127.0.0.1"]  # fmt: skip
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
@@ -80,10 +80,17 @@ def app_url(tmp_path_factory):
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"streamlit did not start:\n{log.read_text()}") from None
                 time.sleep(0.2)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    """Base URL of a running `streamlit run app.py`; its log is kept for a failing test."""
+    with streamlit_server(tmp_path_factory.mktemp("streamlit") / "server.log") as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -66,7 +66,8 @@ def test_rows_round_trip_through_json_lines(bench):
     assert text.count("\n") == len(rows) and rows_from_jsonl(text) == rows
     assert rows_from_jsonl("\n" + text + "\n\n") == rows  # blank lines are ignored
     # a file from before the verification field: its rows were verified token-wise
-    old = [{k: v for k, v in r.items() if k not in ("verification", "tau_same_lossless", "tau_same_block")}
+    old = [{k: v for k, v in r.items()
+            if k not in ("verification", "tau_same_lossless", "tau_same_block", "tau_same_traversal")}
            for r in rows]  # fmt: skip
     assert rows_from_jsonl(rows_to_jsonl(old)) == rows and "lossless" in format_table(old)
     with pytest.raises(ValueError, match="line 2 is not JSON"):
@@ -118,6 +119,11 @@ def test_cli_bench_quick_json_smoke():
     assert [(r["drafter"], r["temperature"], r["k"]) for r in block] == [(d, 0.8, 4) for d in CHAINS]
     assert all(1 <= r["tau_same_lossless"] <= 5 and 1 <= r["tau_same_block"] <= 5 for r in block)
     assert all(r["tau_same_block"] is None for r in fixed + auto)
+    # every tree drafter once more with traversal verification, the same way, on its own drafts under both rules
+    traversal = [r for r in main_rows if r["verification"] == "traversal"]
+    assert [(r["drafter"], r["temperature"], r["k"]) for r in traversal] == [(d, 0.8, 4) for d in TREE_DRAFTERS]
+    assert all(1 <= r["tau_same_lossless"] <= 5 and 1 <= r["tau_same_traversal"] <= 5 for r in traversal)
+    assert all(r["tau_same_traversal"] is None for r in fixed + auto + block)
     # every drafter but the baseline once more in its default configuration: adaptive K
     assert sorted((r["drafter"], r["temperature"]) for r in auto) == sorted(
         (d, T) for d in DRAFTERS[1:] for T in (0.0, 0.8)
@@ -136,9 +142,10 @@ def test_cli_bench_table_and_out(capsys, tmp_path):
     text = capsys.readouterr().out
     assert text.startswith("suite") and "prompt-lookup" in text and f"wrote {out}" in text
     rows = rows_from_jsonl(out.read_text())
-    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS)
+    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS) + len(TREE_DRAFTERS)
     assert all(r["impl"] == "specviz" and r["new_tokens"] == 4 for r in rows)
     assert any(line.split()[2:4] == ["trigram", "block"] for line in text.splitlines())
+    assert any(line.split()[2:4] == ["trie", "traversal"] for line in text.splitlines())
     png = tmp_path / "chart.png"
     assert main(["bench-chart", str(out), str(png)]) == 0 and png.stat().st_size > 0
 

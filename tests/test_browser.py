@@ -5,6 +5,7 @@ import json
 import re
 from urllib.parse import urlencode
 
+import pytest
 from conftest import wait_idle
 
 
@@ -79,7 +80,7 @@ def test_no_request_leaves_the_app(app_url, page):
     """Every page loads only from the app's own origin: no fonts, icons or telemetry from elsewhere."""
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "exactness", "acceptance"):
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"):
         page.goto(f"{app_url}/{path}")
         page.get_by_role("heading").first.wait_for(timeout=600_000)
         wait_idle(page)
@@ -97,3 +98,79 @@ def test_home_opens_on_the_race(app_url, page):
     note = race.locator("#note").inner_text()
     assert re.search(r"plain \d+ ms, speculative \d+ ms: \d+\.\d\dx as fast, and the same characters", note)
     assert race.locator("#t0").inner_text() == race.locator("#t1").inner_text()  # greedy: the same text
+
+
+# Every element whose text must be read whole: buttons, metric labels and values, headings, widget
+# labels and tabs. An element (or one inside it) whose content is wider than its box is cut or spills.
+OVERFLOW_JS = """() => {
+  const sel = ['button', '[data-testid="stMetricValue"]', '[data-testid="stMetricLabel"]', 'h1', 'h2', 'h3',
+               '[data-testid="stWidgetLabel"]', 'button[role="tab"]'];
+  const out = [];
+  for (const s of sel) for (const el of document.querySelectorAll(s)) {
+    if (el.offsetParent === null) continue;
+    for (const e of [el, ...el.querySelectorAll('*')]) {
+      if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) { out.push(s + ': ' + el.innerText.slice(0, 60)); break; }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720)], ids=["1024x768", "1280x720"])
+def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
+    """At projector sizes, no button, metric, heading, widget label or tab is cut or spills out of its
+    box; each page is screenshot (docs/screenshots holds the 1024x768 ones the README shows)."""
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    context.set_default_timeout(600_000)  # only catches a hang
+    page = context.new_page()
+    cut = {}
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"):
+        page.goto(f"{app_url}/{path}")
+        page.get_by_role("heading").first.wait_for()
+        wait_idle(page)
+        if path == "step":
+            next_round(page, 2)
+            if found := page.evaluate(OVERFLOW_JS):
+                cut["step"] = found
+            page.get_by_text("Phase by phase").click()  # and the round phase by phase
+            page.get_by_role("button", name="Next phase").wait_for()
+            wait_idle(page)
+            page.get_by_role("button", name="Next phase").click()
+            wait_idle(page)
+            path = "step-phases"
+        page.screenshot(path=tmp_path / f"{path or 'home'}.png")
+        if found := page.evaluate(OVERFLOW_JS):
+            cut[path or "home"] = found
+    context.close()
+    assert not cut, f"cut or spilling at {size[0]}x{size[1]}: {cut}"
+
+
+NAMELESS_JS = """() => {
+  // Interactive elements a screen reader would announce without a name.
+  const out = [];
+  for (const el of document.querySelectorAll('button, input, textarea, [role="slider"], [role="combobox"], a[href]')) {
+    if (el.offsetParent === null || el.disabled) continue;
+    const labelled = (el.getAttribute('aria-labelledby') || '').split(' ').filter(Boolean)
+      .map(id => (document.getElementById(id) || {}).innerText || '').join('');
+    const label = el.id ? (document.querySelector(`label[for="${el.id}"]`) || {}).innerText || '' : '';
+    const name = (el.getAttribute('aria-label') || labelled || label || el.innerText || el.title || el.value || '').trim();
+    if (!name) out.push(el.outerHTML.slice(0, 120));
+  }
+  return out;
+}"""
+
+
+def test_step_page_reads_in_order_with_a_screen_reader(app_url, page):
+    """Accessibility, as far as a test can check it: every control on the step page has a name a
+    screen reader announces, and Tab reaches the round navigator's buttons in their visual order."""
+    goto(page, f"{app_url}/step")
+    next_round(page, 1)
+    assert page.evaluate(NAMELESS_JS) == []
+    page.get_by_role("button", name="Reset").focus()
+    labels = ["Reset", "Previous", "Next", "To the end", "Play"]
+    order = []
+    for _ in labels:
+        text = page.evaluate("() => document.activeElement.innerText")
+        order.append(next((label for label in labels if label in text.split("\n")), text))
+        page.keyboard.press("Tab")
+    assert order == labels

@@ -49,7 +49,8 @@ def test_baseline_equals_plain_greedy_decoding(target):
     "drafter, verification",
     [(d, "lossless") for d in DRAFTERS if d != "none"]
     + [(d, "block") for d in DRAFTERS if d not in ("none", *TREE_DRAFTERS)]
-    + [("trigram", "typical"), ("trie", "typical")],  # lossy at T > 0, greedy at T = 0
+    + [("trigram", "typical"), ("trie", "typical")]  # lossy at T > 0, greedy at T = 0
+    + [(d, "traversal") for d in TREE_DRAFTERS],
 )
 def test_greedy_speculative_equals_baseline(target, tiny, drafter, verification):
     prompt = target.tokenizer.encode(PROMPT)
@@ -85,7 +86,7 @@ def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
         for (k1, v1), (k2, v2) in zip(gen.target.kv_cache(), fresh.layers, strict=True):
             assert (k1 - k2).abs().max() < 1e-9 and (v1 - v2).abs().max() < 1e-9
         assert record.kv_after_trim == record.kv_before + 1 + record.n_accepted
-        assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens)
+        assert record.kv_after_verify == record.kv_before + 1 + len(record.draft_tokens) + len(record.extra_tokens)
     assert any(r.reprefill for r in gen.trace.rounds[1:])
 
 
@@ -137,8 +138,8 @@ def test_session_steps_back_and_forth_without_recomputing(target):
     assert sess.seek(0) is None and sess.seek(99) is second
     sess.run_to_end()
     assert sess.at_end and sum(len(r.emitted) for r in sess.rounds) == 20
-    sess.reset()
-    assert sess.cursor == 0 and sess.rounds == []
+    again = Session(target, prompt, sess.generation.settings, generation=sess.generation)  # a second reader
+    assert again.cursor == 0 and again.forward() is first and again.rounds is sess.rounds
 
 
 @pytest.mark.parametrize(
@@ -152,3 +153,39 @@ def test_session_steps_back_and_forth_without_recomputing(target):
 def test_bad_settings_are_refused(target, bad, message):
     with pytest.raises(ValueError, match=message):
         Generation(target, [1, 2], Settings(**bad))
+
+
+def test_sessions_sharing_a_generation_compute_each_round_once(target):
+    """A class on one server: sessions browse one generation, each with its own cursor; concurrent
+    Next clicks compute every round exactly once and every session sees the unshared run's rounds."""
+    import threading
+
+    prompt = target.tokenizer.encode(PROMPT)
+    settings = Settings(drafter="trigram", k=4, temperature=0.8, max_new_tokens=60, seed=11)
+    alone = Generation(target, prompt, settings).run()
+    shared = Generation(target, prompt, settings)
+    sessions = [Session(target, prompt, settings, generation=shared) for _ in range(6)]
+    steps = []
+    shared_step = shared.step
+
+    def counted_step():
+        steps.append(1)
+        return shared_step()
+
+    shared.step = counted_step
+
+    def click_through(session):
+        while not session.at_end:
+            session.forward()
+
+    threads = [threading.Thread(target=click_through, args=(s,)) for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not any(t.is_alive() for t in threads)
+    assert len(steps) == len(shared.trace.rounds) == len(alone.rounds)  # each round computed once
+    assert shared.trace.tokens == alone.tokens
+    assert all(s.cursor == len(alone.rounds) for s in sessions)
+    late = Session(target, prompt, settings, generation=shared)  # a student who joins later starts at the prompt
+    assert late.cursor == 0 and late.forward() is shared.trace.rounds[0] and len(steps) == len(alone.rounds)

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from specviz.charts.exactness import position_chart
+from specviz.drafters import NEURAL_DRAFTERS
 from specviz.engine import Settings
 from specviz.exactness import (
     MAX_SAMPLES,
@@ -147,16 +148,20 @@ REAL_TARGET_MODES = [
     ("distilled", "sampled chain", "block", 8000),
     ("nasd", "deterministic chain", "block", 8000),
     ("medusa", "deterministic tree", "lossless", 9000),  # heads on the target's own cached features
+    ("trie", "deterministic tree", "traversal", 9000),
+    ("neural-tree", "sampled tree", "traversal", 9000),  # the tiny model drafts, siblings without replacement
+    ("lookahead", "deterministic tree", "lossless", 9000),
 ]
 
 
 @pytest.mark.real_target
 @pytest.mark.parametrize("temperature", [0.5, 1.0])
 @pytest.mark.parametrize("drafter, path, verification, seed", REAL_TARGET_MODES)
-def test_modes_match_the_real_target(target, drafter, path, verification, seed, temperature):
+def test_modes_match_the_real_target(target, tiny, drafter, path, verification, seed, temperature):
     prompt = target.tokenizer.encode(PROMPT)
     settings = Settings(drafter=drafter, k=4, temperature=temperature, seed=seed, verification=verification)
-    res = run_exactness(target, prompt, settings, samples=600)
+    draft_model = tiny.model if drafter in NEURAL_DRAFTERS else None
+    res = run_exactness(target, prompt, settings, samples=600, draft_model=draft_model)
     check_lossless(res, f"{drafter} ({path}), {verification} verification, at T={temperature}")
 
 

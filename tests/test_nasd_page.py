@@ -105,6 +105,7 @@ def test_page_steps_and_rebuilds():
     assert any("only the **nasd** drafter" in i.value for i in at.info) and not at.get("plotly_chart")
     at.button(key="switch_to_nasd").click().run()
     assert not at.exception and at.session_state["run"].generation.settings.drafter == "nasd"
+    assert at.sidebar.selectbox(key="ctl_preset").value == "Repetitive"  # its own preset, where the storage fills
     for _ in range(4):
         at.button(key="nav_next").click().run()
         assert not at.exception

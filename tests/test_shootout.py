@@ -42,6 +42,11 @@ def test_a_row_per_drafter_and_k(result):
     for r in out.rules:
         assert 1 <= r["tau_lossless"] <= 4 and r["tau_block"] == pytest.approx(r["tau_lossless"])
         assert r["tau_same_block"] == pytest.approx(r["tau_same_lossless"])  # at T = 0 both rules keep the match
+    # and per tree drafter, token-wise and traversal: at T = 0 both keep the longest greedy match
+    assert [r["drafter"] for r in out.tree_rules] == list(TREE_DRAFTERS)
+    for r in out.tree_rules:
+        assert 1 <= r["tau_lossless"] <= 4 and r["tau_traversal"] == pytest.approx(r["tau_lossless"])
+        assert r["tau_same_traversal"] == pytest.approx(r["tau_same_lossless"])
 
 
 def test_figures_hold_the_rows(result):
@@ -64,6 +69,12 @@ def test_figures_hold_the_rows(result):
     assert [t.name for t in bars.data] == ["τ token-wise (measured)", "τ token-wise (same drafts)",
                                            "τ block (measured)", "τ block (same drafts)"]  # fmt: skip
     assert list(bars.data[3].y) == [r["tau_same_block"] for r in out.rules]
+    trees = charts.rules_bars(out.tree_rules, 3, "traversal")
+    assert [t.name for t in trees.data] == ["τ token-wise (measured)", "τ token-wise (same drafts)",
+                                            "τ traversal (measured)", "τ traversal (same drafts)"]  # fmt: skip
+    assert list(charts.rules_frame(out.tree_rules, "traversal")["τ traversal (measured)"]) == [
+        r["tau_traversal"] for r in out.tree_rules
+    ]
 
 
 def test_rules_row_on_sampled_drafts(target):
@@ -90,10 +101,12 @@ def test_page_runs_the_shootout_and_keeps_it():
     assert list(table["drafter"]) == list(DRAFTERS) and set(table["K"]) == {2}
     n_charts = len(at.get("plotly_chart"))
     at.run()  # a rerun shows the kept result without measuring again
-    assert len(at.get("plotly_chart")) == n_charts == 6
+    assert len(at.get("plotly_chart")) == n_charts == 7
     rules = at.dataframe[1].value  # both tau per chain drafter
     assert "τ token-wise (measured)" in rules.columns and "τ block (same drafts)" in rules.columns
     assert list(rules["drafter"]) == [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
+    trees = at.dataframe[2].value  # both tau per tree drafter
+    assert "τ traversal (same drafts)" in trees.columns and list(trees["drafter"]) == list(TREE_DRAFTERS)
     at.sidebar.text_area(key="ctl_prompt").set_value("<x>").run()  # bad input: a message, the result stays
     assert "'<'" in shown(at.error[0].value) and at.button(key="shootout_run").disabled
     assert len(at.get("plotly_chart")) == n_charts and at.query_params["max_new_tokens"] in ("12", ["12"])

@@ -288,6 +288,9 @@ def test_lesson_predict_then_reveal(target):
     next_step(rerun(at), 3)
     title = chart(at, "Depth 1")["layout"]["title"]["text"]
     assert "u=" not in title
+    # Nothing gives the answer away before the guess: Next waits for it, and the step count (how many
+    # checks follow) is not shown.
+    assert at.button(key="lesson_next").disabled and not at.get("progress")
     at.button(key="lesson_reveal_3").click()  # no prediction yet: asked to choose
     rerun(at)
     assert "Pick a prediction first" in at.warning[0].value
@@ -296,6 +299,7 @@ def test_lesson_predict_then_reveal(target):
     rerun(at)
     assert "right." in at.success[0].value and "Score: 1 of 1" in at.caption[0].value
     assert "u=" in chart(at, "Depth 1")["layout"]["title"]["text"]  # the verdict is out
+    assert not at.button(key="lesson_next").disabled
     next_step(at)
     at.radio(key="lesson_guess_4").set_value("rejected" if verdicts[1] else "accepted")  # wrong
     at.button(key="lesson_reveal_4").click()
@@ -311,7 +315,7 @@ def test_lesson_follows_the_sidebar():
     assert "drafted nothing" in at.warning[0].value
     at.selectbox(key="ctl_drafter").set_value("bigram")
     rerun(at)
-    assert step_title(at) == "The setup" and "(bigram)" in at.markdown[0].value
+    assert step_title(at) == "The setup" and "(bigram)" in at.markdown[1].value  # [0] is the page's question
     at.text_area(key="ctl_prompt").set_value("")
     rerun(at)
     assert "prompt is empty" in shown(at.error[0].value) and "need fixing" in at.info[0].value

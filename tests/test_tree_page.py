@@ -15,6 +15,7 @@ from specviz.drafters import TREE_DRAFTERS
 from specviz.drafters.trie import NGramTrie
 from specviz.engine import Session, Settings
 from specviz.presets import preset
+from ui.tree_page import DEMOS
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -162,6 +163,11 @@ def test_page_switches_drafter_steps_and_rebuilds():
     assert not at.get("plotly_chart")
     at.button(key="switch_to_trie").click().run()
     assert not at.exception and at.sidebar.selectbox(key="ctl_drafter").value == "trie"
+    # the switch also opens the trie's own preset, where the page has something to show
+    assert at.sidebar.selectbox(key="ctl_preset").value == DEMOS["trie"]
+    assert at.session_state["run"].cursor == 0 and at.session_state["run"].generation.trace.prompt == load_checkpoint(
+        "target"
+    ).tokenizer.encode(preset(DEMOS["trie"]).text)
     session = at.session_state["run"]
     # Before round 1, the page previews the first draft: the same tree the first round then sends.
     preview = [d for d in specs(at)[0]["data"] if d.get("name") in ("draft tree (pruned)", "accepted path")]

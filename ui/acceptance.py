@@ -6,7 +6,9 @@ import streamlit as st
 
 from specviz import toy
 from specviz.charts import toy as charts
-from ui.common import page_setup
+from specviz.exactness import ALPHA
+from specviz.stats import p_value_sentence
+from ui.common import page_setup, question
 from ui.round_view import chart
 
 STEPS = [100, 1_000, 5_000, 20_000, 100_000]
@@ -25,8 +27,14 @@ def simulation(params: tuple, n: int, seed: int) -> dict:
     return out
 
 
+def metric_row():
+    """Metrics side by side, each as wide as its figure, wrapping rather than cutting a label."""
+    return st.container(horizontal=True, gap="medium")
+
+
 def controls() -> tuple:
-    c = st.columns([1.2, 1, 1, 1, 1, 1])
+    # Two rows of three: at 1024 px beside the sidebar, six columns cut the labels ("Draft temperatu re").
+    c = st.columns(3) + st.columns(3)
     shape = c[0].radio("Target shape", toy.SHAPES, horizontal=True, key="toy_shape",
                        help="random: seed 003's (rand − 0.5) × 3 logits. bump: one smooth peak.")  # fmt: skip
     V = c[1].slider("Vocabulary size V", 4, 64, 32, key="toy_v")
@@ -45,6 +53,7 @@ def controls() -> tuple:
 def render() -> None:
     page_setup()
     st.title("Acceptance math")
+    question("Why does accepting with probability min(1, p/q), and redrawing from the residual, give exactly p?")
     st.caption("Seed 003's toy, with no model: a target distribution p and a draft distribution q over a small "
                "vocabulary. A draft x ~ q is accepted with probability min(1, p(x)/q(x)); on rejection a token is "
                "drawn from the residual norm(max(0, p − q)). The output is then distributed exactly as p.")  # fmt: skip
@@ -55,11 +64,12 @@ def render() -> None:
         st.error(str(e))
         st.stop()
     o = toy.overlap(p, q)
-    m = st.columns(4)
-    m[0].metric("α = Σ min(p, q)", f"{o.alpha:.4f}", help="The probability that one draft is accepted.")
-    m[1].metric("Rejection rate 1 − α", f"{1 - o.alpha:.4f}", help="= Σ max(0, p − q), the residual's mass.")
-    m[2].metric("TV(p, q)", f"{toy.tv(p, q):.4f}", help="½ Σ |p − q|; always equal to 1 − α.")
-    m[3].metric("Expected tokens per round, K = 4", f"{toy.expected_tokens_per_round(o.alpha, 4):.3f}")
+    m = metric_row()
+    m.metric("α = Σ min(p, q)", f"{o.alpha:.4f}", help="The probability that one draft is accepted.", width="content")
+    m.metric("Rejection rate 1 − α", f"{1 - o.alpha:.4f}", help="= Σ max(0, p − q), the residual's mass.",
+             width="content")  # fmt: skip
+    m.metric("TV(p, q)", f"{toy.tv(p, q):.4f}", help="½ Σ |p − q|; always equal to 1 − α.", width="content")
+    m.metric("Expected tokens per round, K = 4", f"{toy.expected_tokens_per_round(o.alpha, 4):.3f}", width="content")
     left, right = st.columns(2)
     with left:
         chart(charts.overlap_bars(p, q, o), "toy_overlap")
@@ -78,15 +88,15 @@ def render() -> None:
     sims = simulation(params, n, sim_seed)
     ok = sims["residual"]
     stat, dof, p_value = ok["fit"]
-    m = st.columns(4)
-    m[0].metric("Accepted drafts", f"{float(ok['accepted'].double().mean()):.4f}", help=f"Expected: α = {o.alpha:.4f}")
-    m[1].metric("TV(output, p)", f"{ok['curve'][-1][1]:.4f}", help="Shrinks like 1/√n: sampling noise only.")
-    m[2].metric("Chi-square against p", f"{stat:.1f} on {dof} dof")
-    m[3].metric(
-        "p-value",
-        "–" if p_value is None else f"{p_value:.3g}",
-        help="Small (say below 0.001) would mean the output is not p.",
-    )
+    m = metric_row()
+    m.metric("Accepted drafts", f"{float(ok['accepted'].double().mean()):.4f}", help=f"Expected: α = {o.alpha:.4f}",
+             width="content")  # fmt: skip
+    m.metric("TV(output, p)", f"{ok['curve'][-1][1]:.4f}", help="Shrinks like 1/√n: sampling noise only.",
+             width="content")  # fmt: skip
+    m.metric("Chi-square against p", f"{stat:.1f} on {dof} dof", width="content")
+    m.metric("p-value", "–" if p_value is None else f"{p_value:.3g}", width="content",
+             help=f"Below {ALPHA} would mean the output is not p.")  # fmt: skip
+    st.caption(p_value_sentence(p_value, "the output", "p", ALPHA))
     left, right = st.columns(2)
     with left:
         chart(charts.histogram_bars(ok["freq"], p, n, ok["curve"][-1][1]), "toy_histogram")

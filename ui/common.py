@@ -41,3 +41,8 @@ def models_or_stop():
     except CheckpointError as e:
         st.error(f"The models could not be loaded: {md(e)}")
         st.stop()
+
+
+def question(text: str) -> None:
+    """The one question a page answers, in one line under its title (our words, not user text)."""
+    st.markdown(f"**{text}**")

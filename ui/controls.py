@@ -11,7 +11,7 @@ import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
-from specviz.engine import Session, Settings
+from specviz.engine import Generation, Session, Settings
 from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
@@ -55,6 +55,11 @@ HELP = {
     "medusa_nodes": "Medusa: the node budget of the candidate tree (the paths with the highest product of head "
     "probabilities are kept).",
     "medusa_top_k": "Medusa: the top tokens of each head; head i's are the candidates at depth i.",
+    "lookahead_window": "Lookahead: W, the columns of the Jacobi window of guessed future characters that rides in "
+    "every verify pass (more columns: more n-grams per pass, a longer pass).",
+    "lookahead_ngram": "Lookahead: N, the n-gram size; the window keeps the last N - 1 Jacobi steps and candidates "
+    "are up to N - 1 characters deep.",
+    "lookahead_candidates": "Lookahead: G, the n-grams kept per first character in the pool, all verified as one tree.",
     "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
     "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
     "when verified as drawn.",
@@ -131,6 +136,9 @@ def sidebar() -> RunSpec:
             _number("neural_tree_children", "Neural tree children per node")
             _number("medusa_nodes", "Medusa tree nodes")
             _number("medusa_top_k", "Medusa candidates per head")
+            _number("lookahead_window", "Lookahead window W")
+            _number("lookahead_ngram", "Lookahead n-gram N")
+            _number("lookahead_candidates", "Lookahead candidates G")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset
@@ -173,8 +181,21 @@ def valid_spec(target) -> tuple[RunSpec, list[int]] | None:
     return None if ids is None else (spec, ids)
 
 
+@st.cache_resource(max_entries=64, show_spinner=False)
+def shared_generation(settings: Settings, ids: tuple[int, ...]) -> Generation:
+    """One generation per settings and prompt for every browser session of this server: a class
+    following one preset computes each round once, and each student keeps a cursor of their own
+    (Session). Not st.cache_data: that hands each caller a copy, so a run that grows as anyone
+    steps would be computed again per student. Shared, never mutated outside its lock; the
+    settings (drafter, knobs, seed, ...) and the prompt are the key, and the models are the app's
+    one cached pair."""
+    target, tiny = models_or_stop()
+    return Generation(target, list(ids), settings, tiny.model)
+
+
 def active_session() -> Session | None:
-    """The sidebar's run, restarted from the prompt whenever a setting changes.
+    """The sidebar's run, restarted from the prompt whenever a setting changes (its rounds are
+    shared with every session on the same settings and prompt: shared_generation).
 
     Bad input gets a message in the page and the previous run stays on screen: only a spec
     that made a Session replaces the one shown."""
@@ -185,7 +206,8 @@ def active_session() -> Session | None:
         key = _run_key(spec)
         if st.session_state.get("run_key") != key:
             try:
-                session = Session(target, ids, spec.settings, tiny.model)
+                generation = shared_generation(spec.settings, tuple(ids))
+                session = Session(target, ids, spec.settings, tiny.model, generation)
             except (ValueError, RuntimeError) as e:
                 st.error(f"The run could not start: {md(e)}")
             else:

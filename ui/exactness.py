@@ -16,7 +16,7 @@ from specviz.charts import exactness as charts
 from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
 from specviz.markup import md
 from specviz.presets import preset
-from ui.common import models_or_stop, page_setup
+from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec
 from ui.round_view import chart
 
@@ -103,6 +103,7 @@ def show(entry: dict, vocab: str) -> None:
 def render() -> None:
     page_setup()
     st.title("Exactness lab")
+    question("Is the output distributed exactly as the target's own, whatever the drafter and the rule?")
     st.caption("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
                "generations of K + 1 characters (so the first round drafts K and every draft position is checked) and "
                "test what came out against the target's exact distribution at every position; the first few "
@@ -110,7 +111,8 @@ def render() -> None:
                "sidebar.")  # fmt: skip
     target, _ = models_or_stop()
     valid = valid_spec(target)
-    c = st.columns([2, 2, 1.3, 2], vertical_alignment="bottom")
+    c = st.columns(2, vertical_alignment="bottom")
+    c += [st.container(horizontal=True, gap="small")] * 2  # Run and the demo: labels whole at 1024 px
     samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",
                                     help="More runs detect smaller biases (and take longer)."))  # fmt: skip
     n_tokens = c[1].radio("First characters enumerated", [2, 3], index=1, horizontal=True, key="ex_tokens",

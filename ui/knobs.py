@@ -10,6 +10,7 @@ restarts it when a setting changes) both see the new value in the same rerun.
 import streamlit as st
 
 from specviz.engine import Session
+from specviz.presets import preset
 from specviz.query import APP_LIMITS
 from specviz.record import Trace
 from specviz.text_view import text_html
@@ -24,20 +25,24 @@ def _copy(name: str) -> None:
     _use(name, st.session_state[f"knob_{name}"])
 
 
-def drafter_gate(session: Session, drafters: str | tuple[str, ...], what: str) -> bool:
-    """True when the run uses one of ``drafters``; otherwise explain, offer a switch to each, and
-    return False."""
-    drafters = (drafters,) if isinstance(drafters, str) else tuple(drafters)
+def _show(drafter: str, preset_name: str) -> None:
+    st.session_state.update(ctl_drafter=drafter, ctl_preset=preset_name, ctl_prompt=preset(preset_name).text)
+
+
+def drafter_gate(session: Session, demos: dict[str, str], what: str) -> bool:
+    """True when the run uses one of the drafters in ``demos`` (drafter -> the preset where this
+    page's idea shows best); otherwise explain and offer, per drafter, to switch to it on its preset
+    (a page never opens on nothing to see), and return False."""
     current = session.generation.settings.drafter
-    if current in drafters:
+    if current in demos:
         return True
-    which = " or ".join(f"**{d}**" for d in drafters)
-    st.info(f"This page shows {what}, which only the {which} drafter{'s have' if len(drafters) > 1 else ' has'}. "
+    which = " or ".join(f"**{d}**" for d in demos)
+    st.info(f"This page shows {what}, which only the {which} drafter{'s have' if len(demos) > 1 else ' has'}. "
             f"The sidebar's drafter is **{current}**.")  # fmt: skip
     row = st.container(horizontal=True)  # wraps: every label whole, however many drafters
-    for d in drafters:
-        row.button(f"Switch the drafter to {d}", on_click=_use, args=("drafter", d), type="primary",
-                   key=f"switch_to_{d}")  # fmt: skip
+    for i, (d, name) in enumerate(demos.items()):
+        row.button(f"Show {d} on “{name}”", on_click=_show, args=(d, name), type="primary" if i == 0 else "secondary",
+                   key=f"switch_to_{d}", help=preset(name).blurb)  # fmt: skip
     return False
 
 

@@ -11,7 +11,7 @@ from specviz.markup import md
 from specviz.presets import preset
 from specviz.stats import acceptance_by_position
 from specviz.text_view import text_html
-from ui.common import models_or_stop, page_setup
+from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart
 
@@ -41,16 +41,22 @@ def _reveal(i: int, accepted: bool) -> None:
         st.session_state.lesson_answers[i] = {"guess": guess, "correct": (guess == "accepted") == accepted}
 
 
-def navigation(n: int) -> int:
+def navigation(n: int, predict: bool, locked: bool) -> int:
+    """Previous, Next, Start over and where we are. Predicting, ``locked`` holds Next until the guess on
+    screen is revealed, and the step count is not shown: how many checks follow would give the answer."""
     i = st.session_state.lesson_step
-    c = st.columns([1, 1, 1, 4])
-    c[0].button(
+    # Buttons as wide as their labels, in a row that wraps: nothing is cut to "N.." at 1024 px.
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    row.button(
         "Previous", icon=":material/chevron_left:", on_click=_move, args=(-1,), disabled=i == 0, key="lesson_prev"
     )
-    c[1].button("Next", icon=":material/chevron_right:", on_click=_move, args=(1,), disabled=i == n - 1,
-                type="primary", key="lesson_next")  # fmt: skip
-    c[2].button("Start over", icon=":material/first_page:", on_click=_move, args=(None,), key="lesson_restart")
-    c[3].progress((i + 1) / n, text=f"Step {i + 1} of {n}")
+    row.button("Next", icon=":material/chevron_right:", on_click=_move, args=(1,), disabled=i == n - 1 or locked,
+               type="primary", key="lesson_next", help="Reveal your prediction first." if locked else None)  # fmt: skip
+    row.button("Start over", icon=":material/first_page:", on_click=_move, args=(None,), key="lesson_restart")
+    if predict:
+        row.markdown(f"Step {i + 1}")
+    else:
+        row.progress((i + 1) / n, text=f"Step {i + 1} of {n}")
     return i
 
 
@@ -109,6 +115,7 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
 def render() -> None:
     page_setup()
     st.title("Guided lesson: one round, step by step")
+    question("What happens in one round of speculative decoding, one step at a time?")
     target, _ = models_or_stop()
     valid = valid_spec(target)
     c = st.columns([3, 2])
@@ -140,8 +147,10 @@ def render() -> None:
     st.session_state.lesson_step = min(st.session_state.lesson_step, len(steps) - 1)
     if predict and (answers := st.session_state.lesson_answers):
         st.caption(f"Score: {sum(a['correct'] for a in answers.values())} of {len(answers)} predictions right.")
-    i = navigation(len(steps))
+    i = st.session_state.lesson_step
     step = steps[i]
+    locked = predict and "check" in step.parts and i not in st.session_state.lesson_answers
+    navigation(len(steps), predict, locked)
     st.subheader(step.title)
     st.markdown(step.text)
     draw(step, trace, timing, settings, predict, i)

@@ -6,10 +6,14 @@ not its method's. So a new method never adds a branch to round_view."""
 from collections.abc import Callable
 
 from specviz.record import RoundRecord
+from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel
+from ui.traversal_view import traversal_view
 
 # Each: panel(record, vocab) -> None. Append one line per method.
 PANELS: list[Callable[[RoundRecord, str], None]] = []
+PANELS.append(traversal_view)
+PANELS.append(lookahead_panel)
 PANELS.append(medusa_panel)
 
 

@@ -110,7 +110,8 @@ def current_round(r: RoundRecord, session: Session) -> None:
 def export(session: Session) -> None:
     trace = session.generation.trace
     shown = Trace(trace.settings, trace.vocab, trace.prompt, trace.rounds[: session.cursor])  # a snapshot
-    c = st.columns(3)
+    row = st.container(horizontal=True, gap="small")  # wraps: each label whole at 1024 px
+    c = [row] * 3
     # Deferred data: the trace is serialised only when the button is clicked.
     c[0].download_button("Download the trace (JSON)", data=trace.to_json, file_name="specviz-trace.json",
                          mime="application/json", on_click="ignore", key="export_json")  # fmt: skip

@@ -6,7 +6,7 @@ from specviz.bench import rows_from_jsonl
 from specviz.charts import shootout as charts
 from specviz.markup import md
 from specviz.shootout import SWEEP_KS, run_shootout
-from ui.common import models_or_stop, page_setup
+from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart
 
@@ -47,6 +47,11 @@ def show(result) -> None:
         st.dataframe(charts.rules_frame(result.rules), hide_index=True)
         chart(charts.rules_bars(result.rules, result.k), "so_rules")
         st.caption(charts.RULES_EXPLAIN)
+    if getattr(result, "tree_rules", None):  # a result kept from before traversal rows had none
+        st.subheader("Token-wise or traversal verification, tree drafters")
+        st.dataframe(charts.rules_frame(result.tree_rules, "traversal"), hide_index=True)
+        chart(charts.rules_bars(result.tree_rules, result.k, "traversal"), "so_tree_rules")
+        st.caption(charts.TREE_RULES_EXPLAIN)
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
     with st.expander("Every K"):
@@ -73,6 +78,7 @@ def from_file() -> None:
 def render() -> None:
     page_setup()
     st.title("Drafter shoot-out")
+    question("Which drafter is fastest on this prompt, and why?")
     st.caption(f"Every drafter (knobs at their defaults) on the sidebar's prompt, seed, temperature and max new tokens, "
                f"timed against plain decoding in the same run: repeats interleaved, medians reported, "
                f"K swept over {', '.join(map(str, SWEEP_KS))} and the sidebar's K.")  # fmt: skip

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from specviz.drafters import TREE_DRAFTERS
-from ui.common import page_setup
+from ui.common import page_setup, question
 from ui.controls import active_session
 from ui.knobs import drafter_gate, knob_row
 from ui.navigator import navigator
@@ -19,15 +19,19 @@ KNOBS = {
     "medusa": ({"medusa_top_k": "candidates per head", "medusa_nodes": "node budget"}, "the candidate tree"),
 }  # fmt: skip
 
+# The preset where each tree drafter's trees are worth a look (any tree drafter not listed: "Dialogue").
+DEMOS = {"trie": "Quote a passage", "suffix": "Repetitive", "distilled-tree": "Dialogue", "neural-tree": "Free verse"}
+
 
 def render() -> None:
     page_setup()
     st.title("Trie and tree attention")
+    question("How does the target check many continuations in one pass without mixing them up?")
     st.caption("A tree drafter sends several continuations at once, as a tree: flattened depth first into one forward "
                "pass, with a mask so each token sees only its own ancestors. The target then walks the tree from the "
                "root, trying a node's children in turn, and keeps one path.")  # fmt: skip
     if (session := active_session()) is not None and drafter_gate(
-        session, TREE_DRAFTERS, "tree drafts and tree attention"
+        session, {d: DEMOS.get(d, "Dialogue") for d in TREE_DRAFTERS}, "tree drafts and tree attention"
     ):
         if knobs := KNOBS.get(session.generation.settings.drafter):
             knob_row(*knobs)

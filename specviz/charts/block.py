@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
-from specviz.charts.figure import figure
+from specviz.charts.figure import draws, probability_figure
 from specviz.markup import plotly_text
 from specviz.record import RoundRecord
 
@@ -73,18 +73,13 @@ def block_figure(r: RoundRecord, vocab: str) -> go.Figure:
     x = [f"{p.depth}: {plotly_text(label(vocab, p.token))}" for p in r.positions]
     n = r.verify_notes
     line = {"type": "scatter", "mode": "lines+markers", "x": x}
-    etas = [(xi, e) for xi, e in zip(x, n["etas"], strict=True) if e is not None]
     data = [
         line | {"y": tokenwise_reach(r), "name": "token-wise: P(keeps it)", "line": {"color": "#E69F00"}},
         line | {"y": n["weights"], "name": "block: weight w", "line": {"color": "#0072B2", "dash": "dot"}},
         line | {"y": n["stops"], "name": "block: stop h", "line": {"color": "#0072B2"}},
-        {"type": "scatter", "mode": "markers", "x": [a for a, _ in etas], "y": [b for _, b in etas],
-         "name": "block: draw η (passes when η < h)", "marker": {"symbol": "x", "size": 11, "color": "#D55E00"}},
+        draws(x, n["etas"], "block: draw η (passes when η < h)", "#D55E00"),
     ]  # fmt: skip
     both = both_rules(r)
     title = (f"This draft under both rules<br><sub>expected kept: {both['lossless']:.2f} token-wise, "
              f"{both['block']:.2f} block; block kept τ = {both['tau']} this time</sub>")  # fmt: skip
-    return figure(data, {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
-                         "xaxis": {"title": {"text": "draft position: token"}, "type": "category"},
-                         "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},
-                         "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip
+    return probability_figure(data, title, "draft position: token")

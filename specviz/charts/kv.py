@@ -11,8 +11,11 @@ CACHED, KEPT, TRIMMED = "#999999", "#009E73", "#D55E00"
 HATCH = {"pattern": {"shape": "/"}}
 
 
-def kv_ledger(r: RoundRecord) -> go.Figure:
-    written = r.kv_after_verify - r.kv_before  # root + every drafted token
+def kv_ledger(r: RoundRecord, stages_shown: int = 3) -> go.Figure:
+    """The three stages of the round's cache; ``stages_shown`` < 3 draws the first ones only (the
+    phase-by-phase view: nothing is trimmed before the trim phase)."""
+    written = r.kv_after_verify - r.kv_before  # root + every drafted token (+ extra tokens: lookahead's window)
+    what = f"root + draft + {len(r.extra_tokens)} extra" if r.extra_tokens else "root + draft"
     kept_new = r.kv_after_trim - r.kv_before  # root + accepted path
     dropped = written - kept_new
     stages = ["1. before", "2. verify writes", "3. after trim"]
@@ -20,16 +23,21 @@ def kv_ledger(r: RoundRecord) -> go.Figure:
     h = {"orientation": "h", "textposition": "inside"}
     data = [
         bar([r.kv_before] * 3, stages, "cached context", marker={"color": CACHED}, text=[r.kv_before] * 3, **h),
-        bar([written, kept_new], stages[1:], "root + draft / kept", marker={"color": KEPT},
+        bar([written, kept_new], stages[1:], f"{what} / kept", marker={"color": KEPT},
             text=[f"+{written}", f"+{kept_new} kept"], **h),
         bar([dropped], stages[2:], f"dropped ({how})", marker={"color": TRIMMED, **HATCH}, opacity=0.6,
             text=[f"−{dropped}"], **h),
     ]  # fmt: skip
+    for trace in data:  # keep the stages reached so far; the axis keeps all three, so nothing jumps
+        keep = [i for i, y in enumerate(trace["y"]) if stages.index(y) < stages_shown]
+        for field in ("x", "y", "text"):
+            trace[field] = [trace[field][i] for i in keep]
     note = " — context window moved: cache re-prefilled" if r.reprefill else ""
     title = f"KV cache, round {r.number}: {r.kv_before} → {r.kv_after_verify} → {r.kv_after_trim}{note}"
     return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
                          "title": {"text": title}, "xaxis": {"title": {"text": "cache entries"}},
-                         "legend": {"orientation": "h", "y": -0.45}, "yaxis": {"autorange": "reversed"}})  # fmt: skip
+                         "legend": {"orientation": "h", "y": -0.45},
+                         "yaxis": {"autorange": "reversed", "categoryorder": "array", "categoryarray": stages}})  # fmt: skip
 
 
 def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Figure:

@@ -1,11 +1,11 @@
 """The shoot-out's figures, from specviz.bench rows (the JSON-lines format `python -m specviz
 bench --json` prints), the acceptance-by-position rows of specviz.shootout, and its rows of tau
-under token-wise and block verification."""
+under token-wise and block (chains) or traversal (trees) verification."""
 
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.charts.figure import bar, figure
+from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
 from specviz.markup import plotly_text
 from specviz.shootout import modelled_speedup
 from specviz.stats import expected_tokens_per_round
@@ -22,13 +22,24 @@ def _layout(title: str, x: str, y: str, **kw) -> dict:
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
 
 
-RULE_COLUMNS = {"drafter": "drafter", "tau_lossless": "τ token-wise (measured)", "tau_block": "τ block (measured)",
-                "tau_same_lossless": "τ token-wise (same drafts)", "tau_same_block": "τ block (same drafts)"}  # fmt: skip
+def rule_columns(rule: str) -> dict[str, str]:
+    """A rules row's keys (specviz.shootout.rules_row) -> column names, token-wise beside ``rule``."""
+    return {"drafter": "drafter", "tau_lossless": "τ token-wise (measured)", f"tau_{rule}": f"τ {rule} (measured)",
+            "tau_same_lossless": "τ token-wise (same drafts)", f"tau_same_{rule}": f"τ {rule} (same drafts)"}  # fmt: skip
+
+
+RULE_COLUMNS = rule_columns("block")
 RULES_EXPLAIN = (
     "τ = tokens per target forward pass. Measured: one run with each rule; the runs draft different text, so "
     "they differ by chance too. Same drafts: the block-verified run's own drafts, each scored under both rules "
     "(1 + the mean expected accepted tokens per round): block verification is never below token-wise on average, "
     "though for one draft it can be."
+)
+TREE_RULES_EXPLAIN = (
+    "τ = tokens per target forward pass. Measured: one run with each rule (different drafts and draws). Same "
+    "drafts: the traversal-verified run's own trees, each scored under both rules (1 + the mean expected accepted "
+    "tokens per round). Traversal verification tries whole paths, leaves first; on a chain it is block "
+    "verification, on a tree it is not guaranteed to beat token-wise on every draft."
 )
 
 
@@ -43,20 +54,20 @@ def results_frame(rows: list[dict]) -> pd.DataFrame:
                          for r in rows], columns=list(COLUMNS.values()))  # fmt: skip
 
 
-def rules_frame(rules: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [{RULE_COLUMNS[c]: r[c] for c in RULE_COLUMNS} for r in rules], columns=list(RULE_COLUMNS.values())
-    )
+def rules_frame(rules: list[dict], rule: str = "block") -> pd.DataFrame:
+    columns = rule_columns(rule)
+    return pd.DataFrame([{columns[c]: r[c] for c in columns} for r in rules], columns=list(columns.values()))
 
 
-def rules_bars(rules: list[dict], k: int) -> go.Figure:
-    """Per chain drafter: tau token-wise and block, measured and on the same drafts."""
+def rules_bars(rules: list[dict], k: int, rule: str = "block") -> go.Figure:
+    """Per drafter: tau token-wise and under ``rule``, measured and on the same drafts."""
     names = [plotly_text(r["drafter"]) for r in rules]
-    colours = {"tau_lossless": "#F0E442", "tau_same_lossless": "#E69F00", "tau_block": "#56B4E9",
-               "tau_same_block": "#004C77"}  # fmt: skip
-    data = [bar(names, [r[c] for r in rules], RULE_COLUMNS[c], marker={"color": colours[c]},
+    columns = rule_columns(rule)
+    colours = {"tau_lossless": "#F0E442", "tau_same_lossless": "#E69F00", f"tau_{rule}": "#56B4E9",
+               f"tau_same_{rule}": "#004C77"}  # fmt: skip
+    data = [bar(names, [r[c] for r in rules], columns[c], marker={"color": colours[c]},
                 hovertemplate="%{x}: %{y:.2f}") for c in colours]  # fmt: skip
-    return figure(data, _layout(f"τ with token-wise and block verification, K={k}", "drafter",
+    return figure(data, _layout(f"τ with token-wise and {rule} verification, K={k}", "drafter",
                                 "tokens per target forward", barmode="group"))  # fmt: skip
 
 
@@ -66,10 +77,9 @@ def speedup_bars(rows: list[dict], title: str) -> go.Figure:
     data = [
         bar(names, [r["tokens_per_forward"] for r in rows], "tokens / forward (ideal)", marker={"color": "#56B4E9"}),
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#004C77"},
-            text=[f"{r['speedup']:.2f}×" for r in rows], textposition="outside"),
+            **times_labels(r["speedup"] for r in rows)),
     ]  # fmt: skip
-    line = {"type": "line", "x0": 0, "x1": 1, "xref": "paper", "y0": 1, "y1": 1, "line": {"dash": "dot"}}
-    return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[line]))
+    return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[PARITY_LINE]))
 
 
 def k_sweep(rows: list[dict]) -> go.Figure:

@@ -45,7 +45,7 @@ def residual_bars(o: Overlap) -> go.Figure:
         return figure(data, _tokens("No residual: p = q, so no draft is ever rejected", len(x)))
     data.insert(0, bar(x, o.residual.tolist(), "residual norm(max(0, p − q))", marker={"color": DRAW_COLOUR},
                        opacity=0.4))  # fmt: skip
-    title = f"Residual: max(0, p − q) has mass 1 − α = {1 - o.alpha:.4f}; normalised, it sums to 1"
+    title = f"Residual: max(0, p − q) has mass 1 − α = {1 - o.alpha:.4f}<br><sub>normalised, it sums to 1</sub>"
     return figure(data, _tokens(title, len(x)))
 
 
@@ -84,8 +84,10 @@ def convergence_chart(curves: dict[str, list[tuple[int, float]]], limits: dict[s
     ends = [10, max(points[-1][0] for points in curves.values())]
     data.append(_line(ends, [1 / math.sqrt(n) for n in ends], "1/√n (the scale of sampling noise)", GREY,
                       line={"color": GREY, "dash": "dash"}))  # fmt: skip
-    layout = _plot("TV(output histogram, p) as the steps add up", {"type": "log", "title": {"text": "steps"}},
-                   {"type": "log", "title": {"text": "total variation distance to p"}})  # fmt: skip
+    # One tick per decade: plotly's default also labels 2 and 5 in each, which collide at projector widths.
+    layout = _plot("TV(output histogram, p) as the steps add up",
+                   {"type": "log", "dtick": 1, "tickformat": ",d", "title": {"text": "steps"}},
+                   {"type": "log", "dtick": 1, "title": {"text": "total variation distance to p"}})  # fmt: skip
     return figure(data, layout)
 
 

@@ -33,7 +33,10 @@ def parent_of(r: RoundRecord, node: int) -> int:
 
 
 def multi_try_nodes(r: RoundRecord) -> list[int]:
-    """Parents (-1 = the root) at which more than one child was tried this round, in draft order."""
+    """Parents (-1 = the root) at which more than one child was tried this round, in draft order.
+    Empty for traversal verification: its tries are whole paths, shown by its own panel."""
+    if r.verify_notes.get("rule", "").startswith("traversal"):
+        return []
     count: dict[int, int] = {}
     for p in r.positions:
         count[parent_of(r, p.node)] = count.get(parent_of(r, p.node), 0) + 1

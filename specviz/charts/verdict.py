@@ -7,7 +7,7 @@ table. Block verification decides the chain jointly: its table puts both rules s
 
 import pandas as pd
 
-from specviz.charts import block
+from specviz.charts import block, traversal
 from specviz.charts.distributions import candidate_frame
 from specviz.record import RoundRecord
 
@@ -21,6 +21,7 @@ CANDIDATE_HELP = {
     "result": "Accepted, or rejected (the round then draws from the residual).",
 }
 TABLES = {"block": (block.block_frame, block.HELP)}  # rule -> (table of the checks, column help)
+TABLES |= {rule: (traversal.checks_frame, traversal.CHECK_HELP) for rule in traversal.RULES}
 
 
 def checks_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
@@ -33,5 +34,6 @@ def checks_help(r: RoundRecord) -> dict[str, str]:
 
 
 def same_draft(r: RoundRecord) -> dict | None:
-    """This draft's expected accepted tokens under each rule, when the verifier recorded them."""
-    return block.both_rules(r) if "expected_accepted" in r.verify_notes else None
+    """This draft's expected accepted tokens under token-wise and block verification (block rounds;
+    a traversal round's are drawn by its own panel, ui/traversal_view.py)."""
+    return block.both_rules(r) if r.verify_notes.get("rule") == "block" else None

@@ -6,6 +6,7 @@ from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
+from specviz.drafters.lookahead import LookaheadDrafter
 from specviz.drafters.medusa import MedusaDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
@@ -16,12 +17,13 @@ from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
-            "distilled-tree", "suffix", "layer-skip", "medusa")  # fmt: skip
+            "distilled-tree", "suffix", "layer-skip", "lookahead", "medusa")  # fmt: skip
 TREE_DRAFTERS = (
     "trie",
     "neural-tree",
     "distilled-tree",
     "suffix",
+    "lookahead",
     "medusa",
 )  # send trees (chains-only verifiers refuse them)
 SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
@@ -73,6 +75,9 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
             raise ValueError("the medusa drafter reads the target's cached features: pass target_cache")
         return MedusaDrafter(target_cache, cached_heads(target_ckpt.path, target_cache.dtype), s.medusa_nodes,
                              s.medusa_top_k)  # fmt: skip
+    if name == "lookahead":
+        return LookaheadDrafter(prompt, target_ckpt.config.block_size, s.lookahead_window, s.lookahead_ngram,
+                                s.lookahead_candidates)  # fmt: skip
     if name in NEURAL_DRAFTERS:
         if draft_model is None:
             raise ValueError(f"the {name} drafter needs the tiny draft model")

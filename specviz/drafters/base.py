@@ -20,6 +20,20 @@ from specviz.sampling import draw, scale_probs
 
 
 @dataclass
+class Extra:
+    """Tokens a drafter asks the verify pass to run besides its candidates (lookahead decoding's
+    Jacobi window): never verified, never kept in the KV cache, their logits handed back to the
+    drafter (``Drafter.observe``). ``offsets``: each token's position relative to the root (>= 1);
+    ``mask`` (E, 1 + N + E) bool over [root + draft nodes + extras], True = may attend. The engine
+    hides the extras from the root and the draft nodes, so verification sees exactly what it would
+    see without them."""
+
+    tokens: list[int]
+    offsets: list[int]
+    mask: torch.Tensor  # (E, 1 + N + E) bool
+
+
+@dataclass
 class Draft:
     tokens: list[int]  # the candidates; for a tree, its depth-first flattening
     parents: list[int]  # parent index per token, -1 = child of the root
@@ -28,6 +42,7 @@ class Draft:
     # A tree of sampled tokens: how each node's children were drawn from its q,
     # "with-replacement" or "without-replacement" (specviz/verifiers/multidraft.py); None otherwise.
     sampling: str | None = None
+    extra: Extra | None = None  # tokens for the verify pass that are not candidates (see Extra)
 
     @property
     def depths(self) -> list[int]:
@@ -75,6 +90,8 @@ class Drafter:
     generated); propose at most ``k`` tokens deep (fewer, or none, is allowed). Sampling must
     use ``gen`` and the helpers in specviz.sampling, so that a seed reproduces a run.
 
+    ``observe(logits)``: only for a draft that carried ``extra`` tokens (see Extra).
+
     ``update(context, emitted, p)``: after verification. ``context`` is the context the
     draft was made for, ``emitted`` the tokens the round appended, ``p`` the (len(emitted), V)
     target distributions (at the run's temperature) that predicted each emitted token. Returns
@@ -93,6 +110,10 @@ class Drafter:
 
     def update(self, context: list[int], emitted: list[int], p: torch.Tensor) -> dict:
         return {}
+
+    def observe(self, logits: torch.Tensor) -> None:
+        """After the verify pass of a draft with ``extra``, before ``update``: the logits of the
+        root, then of each extra token, (1 + E, V). Only drafters that send extras need it."""
 
 
 def sample_chain(next_dist, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:

@@ -1,0 +1,145 @@
+"""A class on one server: N students open the step page of the same preset in real browsers
+(Playwright driving Debian's chromium, one browser context each) and step through rounds, each
+pausing a few seconds between clicks as a reader does. Not a test: it reports, and leaves judging
+to the reader.
+
+    per step   from a click on Next until that student's page shows the new round's heading:
+               the round (computed once for the whole class: ui/controls.py shares runs), the
+               script run and the browser's own drawing; p50 and p95 over every click
+    server     the streamlit process's resident memory, sampled every 0.2 s: peak and end
+    machine    the load average before and after, and where each side ran
+
+``--pin`` runs the server on CPU 0 and the browsers on the other CPUs, as in a classroom where each
+student's browser runs on the student's own machine; without it the N browsers and the server share
+every core (a worst case on a 2-core machine: N chromium renderers drawing plotly charts).
+
+Usage: .venv/bin/python benchmarks/class_size.py [--students 30] [--steps 5] [--think 3] [--pin] [--json]
+CI runs it with --students 2 --steps 2 (tests/test_class_size.py) to keep it working.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from conftest import CHROMIUM, CHROMIUM_ARGS, streamlit_server  # noqa: E402
+
+QUERY = {"drafter": "distilled", "k": "4", "temperature": "0.8", "seed": "0", "max_new_tokens": "200",
+         "prompt": "ROMEO:\nBut soft, what light through yonder window breaks?\n"}  # fmt: skip
+TIMEOUT_MS = 600_000  # only catches a hang
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class RSSSampler(threading.Thread):
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.peak, self.stop = pid, 0.0, threading.Event()
+
+    def run(self):
+        while not self.stop.wait(0.2):
+            self.peak = max(self.peak, rss_mb(self.pid))
+
+
+async def student(browser, url: str, steps: int, think: float, rng: random.Random) -> list[float]:
+    """One browser context: open the step page, then click Next ``steps`` times. -> seconds per step"""
+    context = await browser.new_context(viewport={"width": 1024, "height": 768})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = await context.new_page()
+    await page.goto(url)
+    await page.get_by_role("button", name="Next").wait_for()
+    times = []
+    for i in range(steps):
+        await asyncio.sleep(rng.uniform(0.5 * think, 1.5 * think))  # reading the round before
+        t0 = time.perf_counter()
+        await page.get_by_role("button", name="Next").click()
+        await page.get_by_role("heading", name=re.compile(f"^Round {i + 1}:")).wait_for()
+        times.append(time.perf_counter() - t0)
+    await context.close()
+    return times
+
+
+async def classroom(url: str, students: int, steps: int, think: float, seed: int) -> list[list[float]]:
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        rngs = [random.Random(seed + i) for i in range(students)]
+        per = await asyncio.gather(*(student(browser, url, steps, think, rng) for rng in rngs))
+        await browser.close()
+    return per
+
+
+def p95(xs: list[float]) -> float:
+    return statistics.quantiles(xs, n=20, method="inclusive")[-1] if len(xs) > 1 else xs[0]
+
+
+def measure(students: int, steps: int, think: float, pin: bool, seed: int = 0) -> dict:
+    if students < 1 or steps < 1 or think < 0:
+        raise ValueError("students and steps must be at least 1, think at least 0")
+    cpus = sorted(os.sched_getaffinity(0))
+    pin = pin and len(cpus) > 1
+    load_before = os.getloadavg()
+    if pin:
+        os.sched_setaffinity(0, {cpus[0]})  # the server inherits CPU 0 ...
+    with streamlit_server(Path(tempfile.mkdtemp()) / "server.log") as (url, proc):
+        if pin:
+            os.sched_setaffinity(0, set(cpus[1:]))  # ... the browsers (started next) get the rest
+        sampler = RSSSampler(proc.pid)
+        sampler.start()
+        t0 = time.perf_counter()
+        per = asyncio.run(classroom(f"{url}/step?{urlencode(QUERY)}", students, steps, think, seed))
+        wall = time.perf_counter() - t0
+        sampler.stop.set()
+        end_rss = rss_mb(proc.pid)
+    os.sched_setaffinity(0, set(cpus))
+    times = [t for ts in per for t in ts]
+    return {
+        "students": students, "steps": steps, "think_s": think, "pinned": pin, "clicks": len(times),
+        "p50_s": statistics.median(times), "p95_s": p95(times), "max_s": max(times),
+        "server_rss_peak_mb": round(max(sampler.peak, end_rss), 1), "server_rss_end_mb": round(end_rss, 1),
+        "wall_s": round(wall, 1), "cpus": len(cpus),
+        "load_before": [round(x, 2) for x in load_before], "load_after": [round(x, 2) for x in os.getloadavg()],
+    }  # fmt: skip
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=5, help="Next clicks per student")
+    ap.add_argument("--think", type=float, default=3.0, help="mean seconds a student reads between clicks (0.5x-1.5x)")
+    ap.add_argument("--pin", action="store_true", help="server on CPU 0, browsers on the others")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    try:
+        res = measure(args.students, args.steps, args.think, args.pin)
+    except ValueError as e:
+        ap.exit(2, f"class_size: {e}\n")
+    if args.json:
+        print(json.dumps(res))
+        return
+    print(f"{res['students']} students x {res['steps']} steps ({res['clicks']} clicks, think {res['think_s']} s, "
+          f"{'server pinned to 1 of' if res['pinned'] else 'everything on'} {res['cpus']} CPUs): "
+          f"p50 {res['p50_s']:.3f} s, p95 {res['p95_s']:.3f} s, max {res['max_s']:.3f} s per step; "
+          f"server RSS peak {res['server_rss_peak_mb']} MB; load {res['load_before']} -> {res['load_after']}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

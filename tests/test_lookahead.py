@@ -1,0 +1,154 @@
+"""Lookahead decoding: the n-gram pool, the Jacobi window, and the engine's extra tokens, which
+must never change what verification sees. Greedy equality and the KV cache after every round come
+from the DRAFTERS parametrisation in tests/test_engine.py; exactness from REAL_TARGET_MODES."""
+
+import json
+from dataclasses import replace
+
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from specviz.cached_model import CachedModel
+from specviz.charts import lookahead as charts
+from specviz.charts.kv import kv_ledger as from_kv
+from specviz.drafters.base import chain
+from specviz.drafters.lookahead import LookaheadDrafter, NGramPool, ngram_tree, window_extra
+from specviz.engine import Generation, Settings, verify_pass
+
+PROMPT = "the cat sat on the mat.\nthe cat sat on the"
+
+
+def test_pool_keeps_the_most_recent_g_per_first_token():
+    pool = NGramPool(3, 2)
+    assert pool.add((1, 2, 3), "prompt") and pool.add((1, 4, 5), "jacobi")
+    assert not pool.add((1, 2, 3), "jacobi")  # seen before: moved to the front, its first source kept
+    assert pool.candidates(1) == [(2, 3), (4, 5)] and pool.source[(1, 2, 3)] == "prompt"
+    assert pool.add((1, 6, 7), "jacobi")
+    assert pool.candidates(1) == [(6, 7), (2, 3)] and len(pool) == 2 and pool.candidates(9) == []
+
+
+def test_candidates_merge_shared_prefixes_into_one_tree():
+    tokens, parents, origin = ngram_tree([(2, 3, 4), (2, 5, 6), (7, 8, 9), (2, 3, 1)], k=2)
+    assert tokens == [2, 3, 5, 7, 8] and parents == [-1, 0, 0, -1, 3] and origin == [0, 0, 1, 2, 2]
+    assert ngram_tree([(2, 3)], k=0) == ([], [], [])
+
+
+def test_the_pool_collects_each_columns_chain_and_the_window_moves_on():
+    d = LookaheadDrafter([0, 1], block_size=256, window=3, ngram=3, candidates=4)
+    d.levels = [[9, 11, 12], [21, 22, 23]]  # level 0 (cell (0, 0) stands for the root), level 1
+    d.preds = [31, 32, 33]  # the top level's predictions, one per column
+    notes = d.update([5, 6], [7], None)
+    # column i: cell (0, i) (the root for i = 0), cell (1, i), its prediction
+    assert notes["collected"] == [[6, 21, 31], [11, 22, 32], [12, 23, 33]] and notes["new"] == 3
+    assert d.pool.candidates(6) == [(21, 31)] and d.pool.source[(11, 22, 32)] == "jacobi"
+    assert d.levels == [[21, 22, 23], [31, 32, 33]]  # e = 1: each level takes the next one's guesses
+    d.preds = [41, 42, 43]
+    d.update([5, 6, 7], [8, 9], None)  # e = 2: cell (j, i) takes level j + 1's column i + 1
+    assert d.levels == [[32, 33, 33], [42, 43, 43]]  # the right edge repeats its left neighbour
+    d.preds = [51]  # only column 0 fitted in the context window: the others keep their guess
+    d.update([5, 6, 7, 8, 9], [1], None)
+    assert d.levels == [[42, 43, 43], [51, 43, 43]] and d.preds == []
+
+
+@torch.no_grad()
+def greedy(model, ctx: list[int], n: int) -> list[int]:
+    out = list(ctx)
+    for _ in range(n):
+        logits, _ = model(torch.tensor([out]), torch.arange(len(out)))
+        out.append(int(logits[0, -1].argmax()))
+    return out[len(ctx) :]
+
+
+@torch.no_grad()
+def test_jacobi_steps_in_place_converge_to_the_greedy_continuation(tiny64):
+    """N = 2 is plain Jacobi decoding: with the context held still, each pass fixes at least the
+    first wrong guess, so W - 1 guesses are the greedy continuation after at most W - 1 passes."""
+    model, ctx, W = tiny64.model, tiny64.tokenizer.encode(PROMPT), 8
+    want = greedy(model, ctx, W - 1)
+    d = LookaheadDrafter(ctx, model.config.block_size, window=W, ngram=2, candidates=1)
+    cache = CachedModel(model)
+    cache.sync(ctx)
+    gen = torch.Generator().manual_seed(0)
+    right = []
+    for _ in range(W - 1):
+        draft = d.draft(ctx, 0, 0.0, gen)
+        right.append(next((i for i, (a, b) in enumerate(zip(d.levels[0][1:], want, strict=True)) if a != b), W - 1))
+        d.observe(verify_pass(cache, ctx[-1], draft)[1])
+        d.advance(0)  # a Jacobi step in place: the context does not move
+    assert right[0] < W - 1 and right == sorted(right)
+    assert d.levels[0][1:] == want
+
+
+@torch.no_grad()
+def test_every_window_row_is_the_target_on_its_own_chain_and_extras_leave_the_draft_alone(tiny64):
+    """Float64: each extra row equals the reference GPT on exactly the chain the lookahead mask
+    lets it see, and the root's and the candidates' rows are the same with and without the window,
+    for the candidate tree and for a chain."""
+    model, ctx = tiny64.model, tiny64.tokenizer.encode(PROMPT)
+    d = LookaheadDrafter(ctx, model.config.block_size, window=4, ngram=4, candidates=4)
+    cache = CachedModel(model)
+    cache.sync(ctx)
+    draft = d.draft(ctx, 4, 0.0, torch.Generator().manual_seed(1))
+    assert len(draft.tokens) > 1 and not draft.is_chain and draft.extra is not None
+    logits, extra_logits, positions, _ = verify_pass(cache, ctx[-1], draft)
+    levels = [list(r) for r in d.levels]
+    for (j, i), e in d.row.items():
+        seen = [levels[0][c] for c in range(1, i + 1)] + [levels[level][i] for level in range(1, j + 1)]
+        ref, _ = model(torch.tensor([ctx + seen]), torch.arange(len(ctx) + len(seen)))
+        assert positions[1 + len(draft.tokens) + e] == len(ctx) - 1 + j + i
+        assert (extra_logits[1 + e] - ref[0, -1]).abs().max() < 1e-10
+    plain, none, _, _ = verify_pass(cache, ctx[-1], replace(draft, extra=None))
+    assert none is None and (logits - plain).abs().max() < 1e-12 and (extra_logits[0] - plain[0]).abs().max() < 1e-12
+    line = chain(draft.tokens[:2])  # the tree's first path
+    line.extra = window_extra(d.levels, d.cols, 2)[0]
+    with_window, _, _, _ = verify_pass(cache, ctx[-1], line)
+    assert (with_window - verify_pass(cache, ctx[-1], chain(draft.tokens[:2]))[0]).abs().max() < 1e-12
+
+
+def test_a_sampled_run_records_its_window_and_what_sampling_costs(tiny):
+    prompt = tiny.tokenizer.encode(PROMPT)
+    s = Settings(drafter="lookahead", k=4, temperature=0.8, max_new_tokens=60, seed=3)
+    trace = Generation(tiny, prompt, s).run()
+    json.dumps(trace.to_dict())  # notes are plain data
+    assert all(r.kv_after_verify == r.kv_before + 1 + len(r.draft_tokens) + len(r.extra_tokens) for r in trace.rounds)
+    assert any(r.extra_tokens for r in trace.rounds) and any(r.accepted_path for r in trace.rounds)
+    r = next(r for r in trace.rounds if r.extra_tokens)
+    assert len(r.extra_positions) == len(r.extra_tokens)
+    assert all(r.kv_before < pos < tiny.config.block_size for pos in r.extra_positions)  # after the root, in the window
+    ledger = from_kv(r)
+    assert ledger.data[1].x[0] == r.kv_after_verify - r.kv_before and "extra" in ledger.data[1].name
+    costs = [charts.sampling_cost(r) for r in trace.rounds]
+    tried = [c for c in costs if c["greedy_guesses"]]
+    assert tried and all(0 < c["mean_accept"] < 1 for c in tried)  # at T = 0 each would be accepted
+    rows = charts.candidate_rows(trace.rounds[-1], tiny.tokenizer.chars)
+    assert all(0 <= row["accepted"] <= 4 for row in rows)
+    fig = charts.window_figure(trace.rounds[-1], tiny.tokenizer.chars)
+    go.Figure(fig.to_dict())  # validates every property: raises on a misspelt one
+    assert len(fig.data) == 2 and len(fig.data[0].x) == s.lookahead_window * (s.lookahead_ngram - 1)
+
+
+@pytest.mark.parametrize(
+    "knob, value",
+    [("lookahead_window", 0), ("lookahead_window", 33), ("lookahead_ngram", 1), ("lookahead_candidates", 0)],
+)
+def test_bad_knobs_are_refused(knob, value):
+    with pytest.raises(ValueError, match="lookahead needs"):
+        Settings(drafter="lookahead", **{knob: value}).check()
+
+
+def test_the_step_page_draws_the_lookahead_panel():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=900)
+    at.query_params.update({"drafter": "lookahead", "k": "4", "temperature": "0.8", "max_new_tokens": "20"})
+    at.switch_page("pages/step.py")
+    at.run()
+    for _ in range(2):
+        at.button(key="nav_next").click().run()
+        assert not at.exception, at.exception
+    text = " ".join(m.value for m in at.markdown) + " ".join(c.value for c in at.caption)
+    assert "Jacobi window and the n-gram pool" in text and "verify pass ran" in text
+    assert any(c.proto.spec and "Jacobi window" in c.proto.spec for c in at.get("plotly_chart"))

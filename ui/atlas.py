@@ -1,0 +1,64 @@
+"""The methods atlas: every way the app drafts and verifies, in one table and one chart, with the
+figures of one bench run (docs/bench.jsonl, written by `python -m specviz bench`), each method
+linked to its step page on a preset that suits it. The text lives in specviz/atlas.py."""
+
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pandas as pd
+import streamlit as st
+
+from specviz.atlas import METHODS, atlas_rows
+from specviz.bench import rows_from_jsonl
+from specviz.charts import atlas as charts
+from specviz.charts.shootout import results_frame
+from ui.common import page_setup, question
+from ui.round_view import chart
+
+BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"
+HELP = {
+    "α T=0": "Acceptance rate: accepted / drafted tokens checked, at temperature 0 (K = 4).",
+    "τ T=0": "Tokens per target forward pass at temperature 0 (K = 4): the speedup if drafting and a wider "
+    "verification pass were free.",
+    "speedup T=0": "Measured: plain decoding's time over this method's, same prompts, same run (K = 4).",
+    "speedup auto T=0": "The same with adaptive K: the method's default configuration.",
+    "draft cost c": "Time to draft one token, in target forward passes (measured at T = 0.8).",
+    "memory MB": "What the method adds to plain decoding: its tables, heads, indices and caches, in MB.",
+    "open": "Its step page, on a preset that suits it.",
+}
+
+
+@st.cache_data(show_spinner=False)
+def bench_rows(text: str) -> list[dict]:
+    return rows_from_jsonl(text)
+
+
+def render() -> None:
+    page_setup()
+    st.title("Methods atlas")
+    question("Where does each method's draft come from, and what does it buy on this model and CPU?")
+    st.caption("Every method the app runs, old and new. The figures are one run of `python -m specviz bench "
+               "--threads 1` (docs/bench.jsonl): medians of interleaved repeats against plain decoding in the same "
+               "run. A character model of 3M parameters on a 2-core CPU is not Vicuna-7B on a GPU: a target pass "
+               "costs little more than a draft, so gains are smaller than the papers'.")  # fmt: skip
+    try:
+        rows = bench_rows(BENCH.read_text())
+    except (OSError, ValueError) as e:
+        st.error(
+            f"No bench run to show ({e}). Write one: python -m specviz bench --threads 1 --json > docs/bench.jsonl"
+        )
+        return
+    run = rows[0]
+    st.caption(f"The run: {run['version']}, {run['threads']} thread(s), load average {run['load_average']}, "
+               f"{run['prompts']} prompts x {run['new_tokens']} tokens, {run['repeats']} repeats.")  # fmt: skip
+    table = atlas_rows(rows)
+    chart(charts.speedup_figure(table), "atlas_speedup")
+    frame = pd.DataFrame(table)
+    frame["open"] = [f"step?{urlencode({'drafter': m.drafter, 'verification': m.verification, 'preset': m.preset})}"
+                     for m in METHODS]  # fmt: skip
+    config = {c: st.column_config.NumberColumn(c, help=HELP.get(c.replace("0.8", "0")), format="%.2f")
+              for c in frame.columns if c.startswith(("α", "τ", "speedup", "draft cost", "memory"))}  # fmt: skip
+    config["open"] = st.column_config.LinkColumn("open", help=HELP["open"], display_text="step through")
+    st.dataframe(frame, hide_index=True, column_config=config)
+    with st.expander("The bench rows behind the atlas"):
+        st.dataframe(results_frame(rows), hide_index=True)

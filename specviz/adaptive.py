@@ -20,7 +20,8 @@ time of K = 0, since a round with a draft has costs the model leaves out (the ac
 walk over more positions).
 
 A K = 0 round still learns, for free: the target's pass gives p for the next token anyway, so a
-cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round, proposes one
+cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
+drafter whose every call costs more, so shadows stay within ``SHADOW_BUDGET``), proposes one
 level that is scored but never verified,
 by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
 observation is a fractional trial, so alpha follows the text while drafting does not pay. An
@@ -31,13 +32,17 @@ The choice depends only on past rounds and on constants, never on the clock: a r
 the same seed, and exactness holds because K is fixed before the round's draft is made.
 """
 
+import math
 from dataclasses import dataclass
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
 PRIOR = (1.0, 1.0)  # Beta(successes, failures) prior on alpha
 SHADOW_COST = 0.1  # drafters at most this costly are scored in K = 0 rounds
-SHADOW_EVERY = 4  # ... every 4th such round: alpha moves slowly, and a shadow draft is not free
+SHADOW_EVERY = 4  # ... every 4th such round at most: alpha moves slowly, and a shadow draft is not free
+# ... and no more often than keeps their cost, spread over the idle rounds, at this share of a forward pass:
+# a drafter with a fixed cost per call (suffix decoding rebuilds its context index) shadows more rarely.
+SHADOW_BUDGET = 0.02
 # Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
 # at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
 MIN_GAIN = 1.15
@@ -95,9 +100,12 @@ def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, early_s
 
 
 class AdaptiveK:
-    def __init__(self, k_max: int, draft_cost: float):
+    def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0):
+        """``draft_cost``: per drafted token; ``call_cost``: per draft call, whatever its size (both in
+        target forward passes, the drafter's own figures: Drafter.draft_cost, Drafter.call_cost)."""
         self.k_max = k_max
         self.c = draft_cost
+        self.shadow_every = max(SHADOW_EVERY, math.ceil((call_cost + draft_cost) / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
@@ -126,7 +134,7 @@ class AdaptiveK:
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
-        return self.idle % SHADOW_EVERY == 0 and self.c <= SHADOW_COST
+        return self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
 
     def observe(self, acceptance: float) -> None:
         """A K = 0 round's unverified one-level draft, accepted with this probability."""

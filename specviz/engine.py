@@ -167,7 +167,8 @@ class Generation:
             settings.drafter, settings, target, prompt, draft_model, self.target
         )
         self.verifier = get_verifier(settings.verification)
-        self.adaptive = AdaptiveK(settings.k, self.drafter.draft_cost) if settings.k_auto else None
+        d = self.drafter
+        self.adaptive = AdaptiveK(settings.k, d.draft_cost, d.call_cost) if settings.k_auto else None
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))

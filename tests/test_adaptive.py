@@ -61,6 +61,12 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     a.update(0, 0, 0, 0)
     assert not a.shadow_due()  # idle rounds are scored one in SHADOW_EVERY
     assert not AdaptiveK(12, 0.45).shadow_due()  # an expensive drafter is never consulted while idle
+    costly_call = AdaptiveK(12, 0.04, call_cost=0.4)  # suffix decoding: a rebuilt index per call
+    due = []
+    for _ in range(44):
+        due.append(costly_call.shadow_due())
+        costly_call.update(0, 0, 0, 0)
+    assert sum(due) == 2 and costly_call.shadow_every == 22  # within SHADOW_BUDGET per idle round
     for _ in range(40):  # the text turns predictable: each idle round's one-level draft would be accepted
         a.observe(0.95)
     assert a.alpha > 0.85 and a.choose(12).k >= 4

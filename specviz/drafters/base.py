@@ -104,6 +104,9 @@ class Drafter:
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive.py).
     # Table look-ups cost ~0.02 on this project's CPU; a neural draft's forward pass costs more.
     draft_cost = 0.02
+    # Time of one draft call beyond draft_cost per token, in target forward passes (an index rebuilt per
+    # call, say). Adaptive K's idle rounds consult a costly-to-call drafter more rarely.
+    call_cost = 0.0
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

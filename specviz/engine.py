@@ -56,6 +56,9 @@ class Settings:
     layer_skip_layers: int = 2  # layer-skip: the target's first n layers draft (1 .. n_layer - 1; the target has 4)
     neural_tree_nodes: int = 16  # node budget of the neural draft tree
     neural_tree_children: int = 3  # the most children per node of the neural draft tree
+    eagle_ttt: bool = True  # eagle3, eagle3-tree: the head trained with training-time test (False: without)
+    eagle_tree_nodes: int = 16  # node budget of the EAGLE-3 draft tree
+    eagle_tree_children: int = 3  # the most children per node of the EAGLE-3 draft tree
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -113,6 +116,9 @@ class Settings:
         if not 1 <= self.neural_tree_children <= 8:
             raise ValueError(f"the neural tree's children per node must be between 1 and 8, "
                              f"got {cut(self.neural_tree_children)}")  # fmt: skip
+        if not 1 <= self.eagle_tree_nodes <= 64 or not 1 <= self.eagle_tree_children <= 8:
+            raise ValueError(f"the EAGLE tree needs 1..64 nodes and 1..8 children per node, got "
+                             f"{cut(self.eagle_tree_nodes)} and {cut(self.eagle_tree_children)}")  # fmt: skip
 
 
 class Generation:

@@ -6,9 +6,11 @@ not its method's. So a new method never adds a branch to round_view."""
 from collections.abc import Callable
 
 from specviz.record import RoundRecord
+from ui.eagle_view import eagle_panel
 
 # Each: panel(record, vocab) -> None. Append one line per method.
 PANELS: list[Callable[[RoundRecord, str], None]] = []
+PANELS.append(eagle_panel)
 
 
 def method_panels(r: RoundRecord, vocab: str) -> None:

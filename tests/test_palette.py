@@ -14,11 +14,7 @@ RGBA = re.compile(r"rgba?\([^)]*\)")
 
 
 def sources():
-    return [
-        p
-        for p in [*ROOT.glob("specviz/**/*.py"), *ROOT.glob("pages/*.py"), *ROOT.glob("ui/*.py")]
-        if p.name != "palette.py"
-    ]
+    return [p for p in [*ROOT.glob("specviz/**/*.py"), *ROOT.glob("pages/*.py"), *ROOT.glob("ui/*.py")] if p.name != "palette.py"]
 
 
 def test_every_colour_is_from_the_palette():

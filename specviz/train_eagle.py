@@ -176,7 +176,7 @@ def train(args, command: str) -> dict:
         elapsed += time.perf_counter() - t0
         bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items()})
         if (it + 1) % args.eval_interval == 0 and it + 1 < args.max_iters:
-            acc = depth_accuracy(head, model, val_ids, windows=64)
+            acc = depth_accuracy(head, model, val_ids, windows=min(64, args.eval_windows), block=T)
             bar.write(f"iter {it + 1}: {metrics}, val greedy acceptance by depth (64 windows) {acc['cumulative']}")
             save_state(it + 1)
     bar.close()

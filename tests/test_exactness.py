@@ -146,6 +146,8 @@ REAL_TARGET_MODES = [
     ("layer-skip", "sampled chain", "lossless", 7000),
     ("distilled", "sampled chain", "block", 8000),
     ("nasd", "deterministic chain", "block", 8000),
+    ("eagle3", "sampled chain", "lossless", 9000),
+    ("eagle3-tree", "sampled tree", "lossless", 9000),
 ]
 
 

@@ -21,6 +21,7 @@ APP_LIMITS = {"k": (1, 16), "temperature": (0.0, 2.0), "max_new_tokens": (1, 100
               "neural_tree_children": (1, 8)}  # fmt: skip
 APP_LIMITS |= {"suffix_max_match": (1, 32), "suffix_min_prob": (0.0, 1.0), "suffix_max_nodes": (1, 64),
                "layer_skip_layers": (1, 3)}  # fmt: skip  # layer-skip: 1 .. n_layer - 1 of the shipped 4-layer target
+APP_LIMITS |= {"eagle_tree_nodes": (1, 64), "eagle_tree_children": (1, 8)}
 
 
 @dataclass

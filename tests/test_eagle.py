@@ -153,3 +153,27 @@ def test_train_eagle_bad_input_is_one_line(capsys):
     assert cli.main(["train-eagle", "--variant", "3", "--block", "999", "--out", "/tmp/x.safetensors"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 3 and all(line.startswith("error:") for line in err)
+
+
+def test_charts_from_a_real_round_and_a_measurement(target, tiny):
+    import plotly.graph_objects as go
+
+    from specviz.charts import eagle as charts
+    from specviz.eagle_depth import depth_acceptance
+    from specviz.engine import Generation, Settings
+
+    prompt = target.tokenizer.encode(TEXT)
+    gen = Generation(target, prompt, Settings(drafter="eagle3", k=3, temperature=0.8, max_new_tokens=8))
+    r = gen.step()
+    rows = charts.feature_rows(r)
+    assert rows[0]["entry"] == len(prompt) - 1 - 6 and len(rows) == 6 + 2  # the last 6 entries fed, then steps 1, 2
+    fig = charts.features_heatmap(r, gen.trace.vocab)
+    assert len(fig.data[0].z) == len(rows) and len(fig.data[0].z[0]) == 16
+    go.Figure(fig.to_dict())  # validates every property
+    series = {"eagle3": {"drafter": "eagle3"}, "eagle3 no TTT": {"drafter": "eagle3", "eagle_ttt": False}}
+    measured = depth_acceptance(target, [prompt], tiny.model, 0.0, k=2, max_new_tokens=8, series=series)
+    for m in measured.values():
+        assert m["tried"][0] == m["rounds"] and m["accepted"][0] == round(m["rate"][0] * m["tried"][0])
+    fig = charts.depth_figure(measured, 0.0)
+    assert [d.name for d in fig.data] == list(series) and list(fig.data[0].y) == measured["eagle3"]["rate"]
+    go.Figure(fig.to_dict())

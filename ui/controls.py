@@ -52,6 +52,10 @@ HELP = {
     "norm and head; more layers draft better and cost more.",
     "neural_tree_nodes": "Neural tree: the node budget of the tree grown from the tiny model's confidence.",
     "neural_tree_children": "Neural tree: the most children a node gets (its top tokens at T = 0, draws at T > 0).",
+    "eagle_ttt": "EAGLE-3: use the head trained with training-time test (its own fed-back states unrolled in "
+    "training); off: the same head trained on step 0 only, whose later draft steps fall apart.",
+    "eagle_tree_nodes": "EAGLE-3 tree: the node budget of the dynamic tree grown from the head's confidence.",
+    "eagle_tree_children": "EAGLE-3 tree: the most children a node gets.",
     "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
     "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
     "when verified as drawn.",
@@ -126,6 +130,9 @@ def sidebar() -> RunSpec:
             _number("layer_skip_layers", "Layer-skip draft layers")
             _number("neural_tree_nodes", "Neural tree nodes")
             _number("neural_tree_children", "Neural tree children per node")
+            st.checkbox("EAGLE-3 head trained with TTT", key="ctl_eagle_ttt", help=HELP["eagle_ttt"])
+            _number("eagle_tree_nodes", "EAGLE-3 tree nodes")
+            _number("eagle_tree_children", "EAGLE-3 tree children per node")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

@@ -17,29 +17,39 @@ feature (the verify pass computes that one; EAGLE's one-position shift).
                        it just drafted: K head passes per round.
     round 0            the target's cache is empty: target.sync(context) runs the prefill here,
                        the one the verify pass would run anyway (the engine's sync then finds it
-                       done), as layer-skip does; at a window jump sync re-prefills the same way,
-                       and that recomputes the features.
+                       done), as layer-skip does.
+    window jump        (every half block past block_size) the target's cache is stale: that round
+                       is not drafted (an empty draft), the verify pass re-prefills the cache, which
+                       recomputes the features, and the head re-feeds them next round. So the round
+                       records its re-prefill truthfully, and nothing is prefilled twice.
 
 q is the temperature-scaled head distribution each token was drawn from (one-hot argmax at T = 0),
 so verification stays lossless whatever the head predicts.
 
-draft_cost, measured (``python -m specviz.drafters.eagle`` prints it): a one-token head pass
-(fc + one block + the target's ln_f/lm_head) against a K + 1 = 5-token target verify pass, both
-after a 200-entry cache, float32, 1 thread, median of 200: see DRAFT_COST.
+draft_cost (target-forward units per drafted token): ~0.5, measured two ways on this project's 2-core CPU
+while other jobs ran (load average 5-7, so timings are rough): bench-style runs (specviz.bench.run_bench,
+the three QUICK presets, 64 new tokens, K = 4, 3 repeats) gave draft c 0.46 (eagle1) and 0.84 (eagle3)
+at T = 0, 0.76 and 0.72 at T = 0.8, where the first round's prefill (done by the drafter) counts as
+drafting; cProfile of 20 eagle3 rounds gave 2.7 ms per head step against 11 ms per 5-token verify pass.
+A head step is one block plus fc and the target's lm_head, through nn.Module calls (the target's lean
+pass is not reused: the head is not a GPT).
 """
 
-import time
 import weakref
 
 import torch
 
 from models.eagle import EagleHead, load_head
-from specviz.cached_model import CachedModel
+from specviz.cached_model import CachedModel, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
 from specviz.sampling import probs_from_logits
 
-# Head pass / target verify pass, measured by measure_cost() on this project's CPU (see the docstring).
-DRAFT_COST = 0.3
+# Per drafted token, in target forward passes (see the docstring for the measurements).
+DRAFT_COST = 0.5
+SKIPPED = (
+    "no draft: none asked, no context entry to read yet, or the window moved (the verify pass re-prefills "
+    "the target's cache and its features; the head reads them next round)"
+)
 FEATURE_DIMS = 16  # feature dimensions shown per row in the notes (of C = 256): a slice keeps notes small
 FEATURE_ROWS = 6  # context entries shown per round
 
@@ -75,7 +85,9 @@ class HeadCache:
         """Feed the entries the target committed since the last round. -> (h (1, 1, C) the state that
         drafts the token after the root, the head's kv, notes), or None with no entry to read."""
         t = self.target
-        moved = t.sync(context)  # round 0, or a window jump: the verify pass's own prefill, done now
+        if t.start != window_start(len(context), t.block_size):
+            return None  # a window jump: the verify pass re-prefills the cache and its features, read next round
+        moved = t.sync(context)  # round 0: the verify pass's own prefill, done now
         if t.start != self.start:
             self.kv, self.n, self.start = None, 0, t.start
         P, n = t.length, self.n
@@ -111,7 +123,7 @@ class EagleDrafter(Drafter):
     def draft(self, context, k, temperature, gen):
         ready = self.cache.prepare(context) if k > 0 else None
         if ready is None:
-            return chain([], notes={"head": self.name, "skipped": "no draft asked, or no context entry to read"})
+            return chain([], notes={"head": self.name, "skipped": SKIPPED})
         h, kv, notes = ready
         state = {"h": h, "kv": kv, "steps": 0}
 
@@ -132,33 +144,3 @@ class EagleDrafter(Drafter):
         draft.notes = {"head": self.name, **notes, "passes": state["steps"],
                        "predicted": [{"token": x, "q": qx[i] if qx else 1.0} for i, x in enumerate(draft.tokens)]}  # fmt: skip
         return draft
-
-
-def measure_cost(target_model, head: EagleHead, context: int = 200, k: int = 4, repeats: int = 200) -> float:
-    """A one-token head pass over a cached context against a (k + 1)-token target forward after the
-    same context, median seconds each. -> their ratio"""
-    torch.set_num_threads(1)
-    ids = torch.randint(head.config.vocab_size, (context + k + 1,)).tolist()
-    target = CachedModel(target_model)
-    hc = HeadCache(head, target)
-    h, kv = hc.prepare(ids[: context + 1])[:2]
-    times = {"head": [], "target": []}
-    with torch.no_grad():
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            head.logits(head.step(h, torch.tensor([[ids[context]]]), kv)[0])
-            t1 = time.perf_counter()
-            target.forward(ids[context : context + k + 1], list(range(context, context + k + 1)))
-            t2 = time.perf_counter()
-            times["head"].append(t1 - t0)
-            times["target"].append(t2 - t1)
-    med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
-    return med["head"] / med["target"]
-
-
-if __name__ == "__main__":
-    from models.checkpoint import load_checkpoint
-
-    ckpt = load_checkpoint("target")
-    for name in ("eagle1", "eagle3"):
-        print(name, f"head pass / verify pass = {measure_cost(ckpt.model, load_head(name, ckpt)):.3f}")

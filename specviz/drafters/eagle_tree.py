@@ -15,14 +15,15 @@ import torch
 from models.eagle import EagleHead
 from specviz.cached_model import CachedModel
 from specviz.drafters.base import chain, tree_mask
-from specviz.drafters.eagle import DRAFT_COST, HeadCache
+from specviz.drafters.eagle import DRAFT_COST, SKIPPED, HeadCache
 from specviz.drafters.neural_tree import CHILDREN, NeuralTreeDrafter
 
 
 class EagleTreeDrafter(NeuralTreeDrafter):
     name = "eagle3-tree"
-    # Per node: K head passes over ~N/K rows each (a one-row head pass costs DRAFT_COST), plus the
-    # tree's per-node Python, as the neural tree's estimate: the head pass is cheaper than a tiny pass.
+    # Per node: K head passes over ~N/K rows each, so ~DRAFT_COST K / N, plus the tree's per-node Python
+    # (~0.1, the neural tree's estimate): 0.225 at 16 nodes, K = 4. bench-style runs measured draft c 0.32
+    # (T = 0) and 0.23 (T = 0.8) on a loaded machine (see specviz/drafters/eagle.py).
     draft_cost = DRAFT_COST * 4 / 16 + 0.1
 
     def __init__(self, head: EagleHead, target: CachedModel, nodes: int = 16, children: int = CHILDREN,
@@ -34,7 +35,7 @@ class EagleTreeDrafter(NeuralTreeDrafter):
     def draft(self, context, k, temperature, gen):
         ready = self.cache.prepare(context) if k > 0 else None
         if ready is None:
-            return chain([], notes={"head": "eagle3", "skipped": "no draft asked, or no context entry to read"})
+            return chain([], notes={"head": "eagle3", "skipped": SKIPPED})
         root_h, kv, notes = ready
         P = self.cache.n  # the head's context entries; entry P-1 is the root's column
         states = []  # output state (1, C) per node run, in run order

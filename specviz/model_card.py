@@ -145,10 +145,10 @@ def render_card() -> str:
             "",
         ]
     out += distilled_section()
-    out += eagle_section()
     out += [
         "Losses are the mean next-character cross-entropy over non-overlapping 256-character windows of each "
         "split (`specviz.train.evaluate`); the test suite recomputes the val loss from the corpus.",
         "",
     ]
+    out += eagle_section()
     return "\n".join(out)

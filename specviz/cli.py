@@ -24,11 +24,14 @@ from models.checkpoint import (
     checkpoint_path,
     load_checkpoint,
 )
+from models.distilled import DistilledError
+from models.eagle import EagleError
 from models.medusa import MedusaError
 from models.tokenizer import UnknownCharactersError
-from specviz import distill, train_medusa
+from specviz import distill, train_eagle, train_medusa
 from specviz.adaptive import AUTO_K_MAX
-from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS
+from specviz.drafters import DRAFTERS, EAGLE_DRAFTERS, NEURAL_DRAFTERS, eagle_head_name
+from specviz.drafters.eagle import shared_head
 from specviz.engine import Generation, Settings
 from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.markup import cut
@@ -145,6 +148,11 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
     p.add_argument("--lookahead-ngram", type=int, default=d.lookahead_ngram, help="lookahead: N, n-gram size")
     p.add_argument("--lookahead-candidates", type=int, default=d.lookahead_candidates,
                    help="lookahead: G, n-grams per first token")  # fmt: skip
+    p.add_argument("--eagle-no-ttt", dest="eagle_ttt", action="store_false",
+                   help="eagle3, eagle3-tree: the head trained without training-time test")  # fmt: skip
+    p.add_argument("--eagle-tree-nodes", type=int, default=d.eagle_tree_nodes, help="eagle3-tree: node budget (1..64)")
+    p.add_argument("--eagle-tree-children", type=int, default=d.eagle_tree_children,
+                   help="eagle3-tree: the most children per node (1..8)")  # fmt: skip
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -175,6 +183,11 @@ def prepare(args, max_new_tokens: int):
             raise CLIError(f"the {settings.drafter} drafter (tiny) has another vocabulary than {cut(args.model)}: "
                            "it cannot draft for it")  # fmt: skip
     target = load_checkpoint(args.model)
+    if settings.drafter in EAGLE_DRAFTERS:
+        try:
+            shared_head(eagle_head_name(settings.drafter, settings), target)  # a head paired with this target
+        except EagleError as e:
+            raise CLIError(str(e)) from None
     draft_model = load_checkpoint("tiny").model if neural else None
     return target, prompt, settings, draft_model
 
@@ -371,6 +384,39 @@ def cmd_train_medusa(args) -> None:
           f"{meta['val']['head_top1']} (the target's own next token: {meta['val']['target_top1']})")  # fmt: skip
 
 
+def cmd_train_eagle(args) -> None:
+    config, _, _ = checkpoint_header(args.target)
+    checked(train_eagle.check_args, args, config.block_size)
+    command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    meta = train_eagle.train(args, command)
+    acc = meta["val_depth_accuracy"]
+    print(f"wrote {args.out} in {meta['train_seconds'] / 60:.1f} min; val greedy acceptance by depth 1..{len(acc['cumulative'])}: "
+          f"{acc['cumulative']} (conditional {acc['conditional']}, {acc['windows']} windows)")  # fmt: skip
+
+
+def cmd_eagle_depth(args) -> None:
+    from specviz.eagle_depth import depth_acceptance, validation_prompts
+
+    if not 1 <= args.prompts <= 100 or not 1 <= args.max_new_tokens <= 1024 or not 1 <= args.k <= 8:
+        raise CLIError("--prompts must be 1..100, --max-new-tokens 1..1024 and --k 1..8")
+    if not Path(args.data).is_file():
+        raise CLIError(f"corpus not found: {args.data}")
+    if args.out:
+        checked(writable_file, args.out)
+    torch.set_num_threads(1)
+    target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    prompts = validation_prompts(target.tokenizer, Path(args.data), args.prompts)
+    measured = {str(t): depth_acceptance(target, prompts, tiny.model, t, args.k, args.max_new_tokens, args.seed)
+                for t in (0.0, 0.8)}  # fmt: skip
+    result = {"conditions": f"{args.prompts} validation prompts of 96 characters, {args.max_new_tokens} new "
+                            f"characters each, K = {args.k}, seed {args.seed}, lossless verification",
+              "command": "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:]), "measured": measured}  # fmt: skip
+    text = json.dumps(result, indent=1)
+    if args.out:
+        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text + "\n"))
+    print(text)
+
+
 def build_parser() -> OneLineParser:
     parser = OneLineParser(prog="python -m specviz", description="specviz: speculative decoding, step by step")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
@@ -425,6 +471,19 @@ def build_parser() -> OneLineParser:
     med = sub.add_parser("train-medusa", help="train the Medusa heads of the medusa drafter on the frozen target")
     train_medusa.add_args(med)
     med.set_defaults(func=cmd_train_medusa)
+    eagle = sub.add_parser("train-eagle", help="train an EAGLE draft head on the frozen target's features")
+    train_eagle.add_args(eagle)
+    eagle.set_defaults(func=cmd_train_eagle)
+    depth = sub.add_parser(
+        "eagle-depth", help="acceptance by draft depth: the EAGLE heads and the tiny draft, measured"
+    )
+    depth.add_argument("--data", default=str(distill.DEFAULT_CORPUS), help="the corpus (its validation split)")
+    depth.add_argument("--prompts", type=int, default=8, help="validation prompts (1..100)")
+    depth.add_argument("--max-new-tokens", type=int, default=64)
+    depth.add_argument("--k", type=int, default=4)
+    depth.add_argument("--seed", type=int, default=0)
+    depth.add_argument("--out", help="also write the JSON here (models/eagle_depth.json feeds the model card)")
+    depth.set_defaults(func=cmd_eagle_depth)
     return parser
 
 
@@ -432,7 +491,7 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.func(args)
-    except (CLIError, CheckpointError, MedusaError) as e:
+    except (CLIError, CheckpointError, DistilledError, EagleError, MedusaError) as e:  # a bad artifact: one line
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
     except SystemExit as e:  # --help

@@ -63,6 +63,9 @@ class Settings:
     lookahead_candidates: int = 5  # lookahead: G, n-grams kept per first token and verified per round
     medusa_nodes: int = 16  # medusa: node budget of the candidate tree (Medusa's sparse tree)
     medusa_top_k: int = 3  # medusa: candidates per head (the tokens of head i at depth i)
+    eagle_ttt: bool = True  # eagle3, eagle3-tree: the head trained with training-time test (False: without)
+    eagle_tree_nodes: int = 16  # node budget of the EAGLE-3 draft tree
+    eagle_tree_children: int = 3  # the most children per node of the EAGLE-3 draft tree
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range.
@@ -126,6 +129,10 @@ class Settings:
         if not (1 <= self.lookahead_window <= 32 and 2 <= self.lookahead_ngram <= 8
                 and 1 <= self.lookahead_candidates <= 32):  # fmt: skip
             raise ValueError("lookahead needs 1 <= window W <= 32, 2 <= n-gram N <= 8 and 1 <= candidates G <= 32")
+
+        if not 1 <= self.eagle_tree_nodes <= 64 or not 1 <= self.eagle_tree_children <= 8:
+            raise ValueError(f"the EAGLE tree needs 1..64 nodes and 1..8 children per node, got "
+                             f"{cut(self.eagle_tree_nodes)} and {cut(self.eagle_tree_children)}")  # fmt: skip
 
 
 def verify_pass(target: CachedModel, root: int, draft: Draft):

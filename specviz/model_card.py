@@ -8,6 +8,7 @@ import torch
 from models.artifacts import sha256
 from models.checkpoint import CHECKPOINT_NAMES, checkpoint_path, load_checkpoint
 from models.distilled import DEFAULT_PATH, load_table
+from models.eagle import HEAD_NAMES, MODELS_DIR, load_head
 from models.medusa import DEFAULT_PATH as MEDUSA_PATH
 from models.medusa import cached_heads
 from specviz.distill import build_path
@@ -84,6 +85,45 @@ def medusa_section() -> list[str]:
     ]
 
 
+def eagle_section() -> list[str]:
+    """The EAGLE heads' card, from their headers (models/eagle.py), and the measured acceptance by
+    depth in models/eagle_depth.json (``python -m specviz eagle-depth --out models/eagle_depth.json``)."""
+    target = load_checkpoint("target")
+    out = ["## EAGLE heads", "",
+           "One-block draft heads on the target's own features (`models/eagle.py`, drafters `eagle1`, `eagle3`, "
+           "`eagle3-tree`; `--eagle-no-ttt` picks the head trained without training-time test). Each is paired with "
+           "`models/target.safetensors` by sha256 and refused with any other target. Validation: greedy drafts of 4 "
+           "from the end of evenly spaced 128-character windows of the val split against the target's own greedy "
+           "continuation (`specviz.train_eagle.depth_accuracy`): the share of windows whose first d draft characters "
+           "all match, and in brackets that over depth d - 1's.", "",
+           "| head | training | time | val acceptance by depth 1..4 (conditional) | file |", "|---|---|---|---|---|"]  # fmt: skip
+    commands = []
+    for name, file in HEAD_NAMES.items():
+        path = MODELS_DIR / file
+        if not path.is_file():
+            continue
+        m = load_head(name, target).meta
+        acc = m["val_depth_accuracy"]
+        how = f"{m['iterations']} iterations x {m['batch_size']} windows of {m['block']}, TTT steps {m['ttt_steps']}"
+        out.append(f"| {name} | {how} | {m['train_seconds'] / 60:.1f} min, {m['threads']} thread | "
+                   f"{' / '.join(f'{c:.2f}' for c in acc['cumulative'])} ({' / '.join(f'{c:.2f}' for c in acc['conditional'])}) | "
+                   f"{path.stat().st_size / 1e6:.1f} MB, sha256 `{sha256(path)[:16]}…` |")  # fmt: skip
+        commands.append(m["command"])
+    out += ["", "Trained with:", "", "```", *commands, "```", ""]
+    depth = MODELS_DIR / "eagle_depth.json"
+    if depth.is_file():
+        d = json.loads(depth.read_text())
+        out += [f"Acceptance by draft depth in the engine ({d['conditions']}; accepted / tried at depth 1..K):", "",
+                "| series | temperature | depth 1..K | tokens per round |", "|---|---|---|---|"]  # fmt: skip
+        for temp, series in d["measured"].items():
+            for name, m in series.items():
+                out.append(
+                    f"| {name} | {temp} | {' / '.join(f'{r:.2f}' for r in m['rate'])} | {m['tokens_per_round']:.2f} |"
+                )
+        out += ["", "```", d["command"], "```", ""]
+    return out
+
+
 def render_card() -> str:
     out = [
         "# Model cards",
@@ -140,4 +180,5 @@ def render_card() -> str:
         "split (`specviz.train.evaluate`); the test suite recomputes the val loss from the corpus.",
         "",
     ]
+    out += eagle_section()
     return "\n".join(out)

@@ -23,6 +23,7 @@ APP_LIMITS |= {"suffix_max_match": (1, 32), "suffix_min_prob": (0.0, 1.0), "suff
                "layer_skip_layers": (1, 3)}  # fmt: skip  # layer-skip: 1 .. n_layer - 1 of the shipped 4-layer target
 APP_LIMITS |= {"medusa_nodes": (1, 64), "medusa_top_k": (1, 8)}
 APP_LIMITS |= {"lookahead_window": (1, 16), "lookahead_ngram": (2, 8), "lookahead_candidates": (1, 16)}
+APP_LIMITS |= {"eagle_tree_nodes": (1, 64), "eagle_tree_children": (1, 8)}
 
 
 @dataclass

@@ -151,6 +151,8 @@ REAL_TARGET_MODES = [
     ("trie", "deterministic tree", "traversal", 9000),
     ("neural-tree", "sampled tree", "traversal", 9000),  # the tiny model drafts, siblings without replacement
     ("lookahead", "deterministic tree", "lossless", 9000),
+    ("eagle3", "sampled chain", "lossless", 9000),
+    ("eagle3-tree", "sampled tree", "lossless", 9000),
 ]
 
 

@@ -60,6 +60,10 @@ HELP = {
     "lookahead_ngram": "Lookahead: N, the n-gram size; the window keeps the last N - 1 Jacobi steps and candidates "
     "are up to N - 1 characters deep.",
     "lookahead_candidates": "Lookahead: G, the n-grams kept per first character in the pool, all verified as one tree.",
+    "eagle_ttt": "EAGLE-3: use the head trained with training-time test (its own fed-back states unrolled in "
+    "training); off: the same head trained on step 0 only, whose later draft steps fall apart.",
+    "eagle_tree_nodes": "EAGLE-3 tree: the node budget of the dynamic tree grown from the head's confidence.",
+    "eagle_tree_children": "EAGLE-3 tree: the most children a node gets.",
     "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
     "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
     "when verified as drawn.",
@@ -139,6 +143,9 @@ def sidebar() -> RunSpec:
             _number("lookahead_window", "Lookahead window W")
             _number("lookahead_ngram", "Lookahead n-gram N")
             _number("lookahead_candidates", "Lookahead candidates G")
+            st.checkbox("EAGLE-3 head trained with TTT", key="ctl_eagle_ttt", help=HELP["eagle_ttt"])
+            _number("eagle_tree_nodes", "EAGLE-3 tree nodes")
+            _number("eagle_tree_children", "EAGLE-3 tree children per node")
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

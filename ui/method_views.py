@@ -6,6 +6,7 @@ not its method's. So a new method never adds a branch to round_view."""
 from collections.abc import Callable
 
 from specviz.record import RoundRecord
+from ui.eagle_view import eagle_panel
 from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel
 from ui.traversal_view import traversal_view
@@ -15,6 +16,7 @@ PANELS: list[Callable[[RoundRecord, str], None]] = []
 PANELS.append(traversal_view)
 PANELS.append(lookahead_panel)
 PANELS.append(medusa_panel)
+PANELS.append(eagle_panel)
 
 
 def method_panels(r: RoundRecord, vocab: str) -> None:

@@ -5,6 +5,8 @@ from models.medusa import cached_heads
 from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
+from specviz.drafters.eagle import EagleDrafter, shared_head
+from specviz.drafters.eagle_tree import EagleTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
 from specviz.drafters.lookahead import LookaheadDrafter
 from specviz.drafters.medusa import MedusaDrafter
@@ -17,7 +19,7 @@ from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
 DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
-            "distilled-tree", "suffix", "layer-skip", "lookahead", "medusa")  # fmt: skip
+            "distilled-tree", "suffix", "layer-skip", "lookahead", "medusa", "eagle1", "eagle3", "eagle3-tree")  # fmt: skip
 TREE_DRAFTERS = (
     "trie",
     "neural-tree",
@@ -25,9 +27,11 @@ TREE_DRAFTERS = (
     "suffix",
     "lookahead",
     "medusa",
+    "eagle3-tree",
 )  # send trees (chains-only verifiers refuse them)
-SAMPLED_TREE_DRAFTERS = ("neural-tree",)  # trees of sampled tokens (Draft.sampling set at T > 0)
+SAMPLED_TREE_DRAFTERS = ("neural-tree", "eagle3-tree")  # trees of sampled tokens (Draft.sampling set at T > 0)
 NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
+EAGLE_DRAFTERS = ("eagle1", "eagle3", "eagle3-tree")  # draft heads on the target's features (models/eagle.py)
 
 
 class NoDrafter(Drafter):
@@ -38,6 +42,11 @@ class NoDrafter(Drafter):
 
     def draft(self, context, k, temperature, gen):
         return chain([])
+
+
+def eagle_head_name(drafter: str, settings) -> str:
+    """The head file an EAGLE drafter uses (models/eagle.py HEAD_NAMES)."""
+    return "eagle1" if drafter == "eagle1" else "eagle3" if settings.eagle_ttt else "eagle3-nottt"
 
 
 def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None, target_cache=None) -> Drafter:
@@ -78,6 +87,13 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
     if name == "lookahead":
         return LookaheadDrafter(prompt, target_ckpt.config.block_size, s.lookahead_window, s.lookahead_ngram,
                                 s.lookahead_candidates)  # fmt: skip
+    if name in EAGLE_DRAFTERS:
+        if target_cache is None:
+            raise ValueError(f"the {name} drafter reads the target's features from its cache: pass target_cache")
+        head = shared_head(eagle_head_name(name, s), target_ckpt)
+        if name == "eagle3-tree":
+            return EagleTreeDrafter(head, target_cache, s.eagle_tree_nodes, s.eagle_tree_children, s.tree_sampling)
+        return EagleDrafter(head, target_cache, name)
     if name in NEURAL_DRAFTERS:
         if draft_model is None:
             raise ValueError(f"the {name} drafter needs the tiny draft model")
@@ -89,6 +105,7 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
 
 __all__ = [
     "DRAFTERS",
+    "EAGLE_DRAFTERS",
     "NEURAL_DRAFTERS",
     "SAMPLED_TREE_DRAFTERS",
     "TREE_DRAFTERS",

@@ -97,9 +97,28 @@ class NeuralTreeDrafter(Drafter):
         m = len(missing)
         root_pos = synced + m - 1
         logits = self.lm.forward(missing, list(range(synced, root_pos + 1)))[-1:]  # (1, V) after the root
+
+        def expand(nodes, depth, ran_parents):
+            # Rows of the expanded nodes over the scratch: the context (all of it; tree_mask's column 0
+            # is the root, its last token), then their ancestors among the nodes run before, and themselves.
+            F = len(nodes)
+            mask = torch.cat([torch.ones(F, m - 1, dtype=torch.bool), tree_mask(ran_parents)[-F:]], dim=1)
+            return self.lm.extend(nodes, [root_pos + depth] * F, mask)  # (F, V)
+
+        draft = self.grow(logits, k, temperature, gen, expand)
+        self.lm.keep(list(range(m)), missing)  # the context stays cached; the tree is dropped
+        draft.notes["draft_cache"] = {"before": before, "after_trim": synced, "after_draft": self.lm.length}
+        return draft
+
+    def grow(self, logits: torch.Tensor, k: int, temperature: float, gen: torch.Generator, expand) -> Draft:
+        """The dynamic tree from the root's logits (1, V): per depth, draw the children of the expanded
+        nodes, then expand the likeliest new ones with ``expand(tokens, depth, ran_parents) -> (F, V)``
+        logits, one pass: ``tokens`` the F nodes' tokens, ``ran_parents`` every node run so far (these F
+        last) as the index of its parent among them, -1 the root (a tree_mask's parents). Shared by the
+        EAGLE tree (specviz/drafters/eagle_tree.py), whose head is run instead of the tiny model."""
         tokens, paths, qs, scores, parents = [], [], [], [], []  # per node, in creation (level) order
         expanded, scores_of = [-1], [1.0]  # the nodes `logits` belongs to (-1 the root), their scores
-        ran, ran_parents = {}, []  # node -> its place in the scratch after the m context entries; for tree_mask
+        ran, ran_parents = {}, []  # node -> its place among the nodes run; for tree_mask
         budget, passes = self.nodes, 1
         for depth in range(1, k + 1):
             probs = probs_from_logits(logits, 1.0)  # (F, V) untempered: temperature is applied once, in draws
@@ -123,19 +142,13 @@ class NeuralTreeDrafter(Drafter):
             for i in expanded:
                 ran_parents.append(ran[parents[i]] if parents[i] >= 0 else -1)  # an expanded node's parent ran
                 ran[i] = len(ran)
-            F = len(expanded)
-            # Rows of the expanded nodes over the scratch: the context (all of it; tree_mask's column 0
-            # is the root, its last token), then their ancestors among the nodes run before, and themselves.
-            mask = torch.cat([torch.ones(F, m - 1, dtype=torch.bool), tree_mask(ran_parents)[-F:]], dim=1)
-            logits = self.lm.extend([tokens[i] for i in expanded], [root_pos + depth] * F, mask)  # (F, V)
+            logits = expand([tokens[i] for i in expanded], depth, ran_parents)  # (F, V)
             passes += 1
-        self.lm.keep(list(range(m)), missing)  # the context stays cached; the tree is dropped
         order, flat_parents = depth_first(paths)
         sampled = temperature > 0
         draft = Draft([tokens[i] for i in order], flat_parents, torch.stack([qs[i] for i in order]) if sampled else None,
                       sampling=self.sampling if sampled else None)  # fmt: skip
         tree = [{"token": tokens[i], "parent": p, "depth": len(paths[i]), "score": scores[i]}
                 for i, p in zip(order, flat_parents, strict=True)]  # fmt: skip
-        draft.notes = {"tree": tree, "nodes": self.nodes, "children": self.children, "passes": passes,
-                       "draft_cache": {"before": before, "after_trim": synced, "after_draft": self.lm.length}}  # fmt: skip
+        draft.notes = {"tree": tree, "nodes": self.nodes, "children": self.children, "passes": passes}
         return draft

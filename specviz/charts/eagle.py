@@ -1,0 +1,51 @@
+"""EAGLE's charts: what the head read in a round, and acceptance by draft depth per head."""
+
+import plotly.graph_objects as go
+
+from specviz.charts.distributions import label
+from specviz.charts.figure import bar, figure
+from specviz.palette import BLUE, GREY, ORANGE, PURPLE, SKY
+from specviz.record import RoundRecord
+
+# One colour and one hatch per series: colour is never the only cue.
+STYLE = {"eagle1": (SKY, ""), "eagle3": (BLUE, "/"), "eagle3 no TTT": (ORANGE, "x"), "neural": (GREY, ".")}
+
+
+def feature_rows(r: RoundRecord) -> list[dict]:
+    """The rows the EAGLE head read this round (empty for another drafter)."""
+    return r.draft_notes.get("feature_rows", []) if "head" in r.draft_notes else []
+
+
+def features_heatmap(r: RoundRecord, vocab: str) -> go.Figure:
+    """Rows: the context entries fed this round (the target's features, fused for EAGLE-3), then each
+    draft step's own fed-back state; columns: the first dimensions of each row."""
+    rows = feature_rows(r)
+    names = [f"entry {row['entry']} → {label(vocab, row['token'])}" if "entry" in row
+             else f"step {row['step']}: own state, {label(vocab, row['token'])}" for row in rows]  # fmt: skip
+    values = [row["values"] for row in rows]
+    dims = len(values[0]) if values else 0
+    n = r.draft_notes
+    title = (f"What the {n.get('head', 'EAGLE')} head read: {'fused features of blocks ' if len(n.get('layers', [])) > 1 else 'the top feature, block '}"
+             f"{', '.join(map(str, n.get('layers', [])))} (first {dims} of {n.get('width', '?')} dimensions)")  # fmt: skip
+    data = [{"type": "heatmap", "z": values, "y": names, "x": list(range(dims)), "colorscale": "RdBu",
+             "zmid": 0, "colorbar": {"title": {"text": "value"}},
+             "hovertemplate": "%{y}<br>dimension %{x}: %{z:.3f}<extra></extra>"}]  # fmt: skip
+    return figure(data, {"title": {"text": title, "font": {"size": 13}}, "height": 120 + 22 * len(rows),
+                         "margin": {"l": 10, "r": 10, "t": 40, "b": 30}, "xaxis": {"title": {"text": "dimension"}},
+                         "yaxis": {"autorange": "reversed", "automargin": True}})  # fmt: skip
+
+
+def depth_figure(measured: dict, temperature: float) -> go.Figure:
+    """Bars per series of specviz.eagle_depth.depth_acceptance: accepted / tried at each depth."""
+    data = []
+    for name, m in measured.items():
+        colour, hatch = STYLE.get(name, (PURPLE, "-"))
+        depths = list(range(1, len(m["rate"]) + 1))
+        data.append(bar(depths, m["rate"], name, marker={"color": colour, "pattern": {"shape": hatch}},
+                        customdata=list(zip(m["accepted"], m["tried"], strict=True)),
+                        hovertemplate=f"{name}, depth %{{x}}: %{{y:.2f}} (%{{customdata[0]}}/%{{customdata[1]}})<extra></extra>"))  # fmt: skip
+    when = "greedy" if temperature == 0 else f"T = {temperature}"
+    return figure(data, {"title": {"text": f"Acceptance by draft depth ({when}, K = {len(data[0]['x']) if data else 0})"},
+                         "barmode": "group", "height": 300, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
+                         "xaxis": {"title": {"text": "draft depth"}, "dtick": 1},
+                         "yaxis": {"title": {"text": "accepted / tried"}, "range": [0, 1.05]}})  # fmt: skip

@@ -57,8 +57,16 @@ METHODS = (
            "top tokens", "Medusa (Cai et al., 2024)", "Dialogue"),
     Method("trigram", "trigram drafts, verified as a block", "Block verification (Sun et al., 2024)", "Dialogue",
            "block"),
-    Method("trie", "trie drafts, accepted by Medusa's typical acceptance", "Medusa (Cai et al., 2024)",
-           "Quote a passage", "typical"),
+    Method("medusa", "the Medusa heads' tree, accepted by typical acceptance (p above an entropy-scaled floor)",
+           "Medusa (Cai et al., 2024)", "Dialogue", "typical"),
+    Method("eagle1", "a one-block head that predicts the target's next top-layer feature from its features",
+           "EAGLE (Li et al., 2024)", "Dialogue"),
+    Method("eagle3", "a one-block head on low, middle and top features fused, trained with training-time test",
+           "EAGLE-3 (Li et al., 2025)", "Dialogue"),
+    Method("eagle3-tree", "the EAGLE-3 head, a dynamic tree grown from its confidence", "EAGLE-2 trees (Li et al., "
+           "2024) on EAGLE-3 (Li et al., 2025)", "Dialogue"),
+    Method("eagle3-tree", "the EAGLE-3 tree, verified leaves first, whole paths at a time",
+           "Traversal verification (Weng et al., 2025)", "Dialogue", "traversal"),
     Method("neural-tree", "the tiny GPT's sampled tree, verified leaves first, whole paths at a time",
            "Traversal verification (Weng et al., 2025)", "Free verse", "traversal"),
 )  # fmt: skip

@@ -45,6 +45,7 @@ from models.checkpoint import Checkpoint
 from specviz.adaptive import AUTO_K_MAX
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
+from specviz.memory import drafter_megabytes
 from specviz.presets import PRESETS, Preset
 
 TEMPERATURES = (0.0, 0.8)
@@ -88,6 +89,7 @@ class BenchRow:
     threads: int  # torch.get_num_threads() during the run
     load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
     version: str  # "specviz (torch 2.13.0+cpu)" or "transformers 5.23.0 (torch ...)"
+    memory_mb: float | None  # what the drafter adds to plain decoding after one round (specviz.memory); None: theirs
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -97,7 +99,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
-            "tau_same_block": None, "tau_same_traversal": None}  # fmt: skip
+            "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -184,6 +186,12 @@ def _specviz_run(target, tiny, prompt, config, temperature, n, seed) -> _Run:
                 sum(r.accept_s for r in trace.rounds), expected_totals(trace.rounds))  # fmt: skip
 
 
+def _one_round(target, tiny, prompt, drafter) -> Generation:
+    gen = Generation(target, prompt, bench_settings(drafter, 0.8, 4, 8, 0), tiny.model if tiny is not None else None)
+    gen.step()
+    return gen
+
+
 def _hf_run(hf, prompt, drafter, k, n, calls) -> _Run:
     kwargs = {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": 3} if drafter == "prompt-lookup" else {}
     ids = torch.tensor([prompt])
@@ -204,9 +212,10 @@ def _total(reps, attr) -> float:
     return statistics.median(sum(getattr(r, attr) for r in rep) for rep in reps)
 
 
-def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
+def _rows(runs, impl, suite, baseline, version, memory=None, **common) -> list[dict]:
     """One row per (config, temperature) of ``impl``. runs[(impl, (drafter, k, auto), T)] is a list
-    over repeats of lists over prompts of _Run; ``baseline`` is the (impl, config) speedups divide."""
+    over repeats of lists over prompts of _Run; ``baseline`` is the (impl, config) speedups divide;
+    ``memory``: drafter -> MB it holds."""
     rows, load = [], round(os.getloadavg()[1], 2)
     for (i, (drafter, k, auto, verification), T), reps in runs.items():
         if i != impl:
@@ -239,6 +248,7 @@ def _rows(runs, impl, suite, baseline, version, **common) -> list[dict]:
             same_as_baseline=same, tau_same_lossless=tau_same["lossless"], tau_same_block=tau_same["block"],
             tau_same_traversal=tau_same["traversal"],
             threads=torch.get_num_threads(), load_average=load, version=version,
+            memory_mb=(memory or {}).get(drafter) if impl == "specviz" else None,
         )  # fmt: skip
         rows.append(asdict(row))
     return rows
@@ -313,7 +323,9 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     ours = f"specviz (torch {torch.__version__})"
     common = {"prompts": len(prompts), "repeats": repeats}
     base = (BASELINE, k, False, "lossless")
-    rows = _rows(main, "specviz", "main", ("specviz", base), ours, new_tokens=max_new_tokens, **common)
+    # What each drafter holds, after one round on the first prompt (outside the timed runs).
+    memory = {d: drafter_megabytes(_one_round(target, tiny, ids[0], d)) for d in drafters}
+    rows = _rows(main, "specviz", "main", ("specviz", base), ours, memory, new_tokens=max_new_tokens, **common)
     if hf:
         import transformers as tf
 
@@ -383,6 +395,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("τ tok", "tau_same_lossless", "{:.2f}"),
     ("τ block", "tau_same_block", "{:.2f}"),
     ("τ trav", "tau_same_traversal", "{:.2f}"),
+    ("MB", "memory_mb", "{:.1f}"),
 )
 LEFT = 4  # the first columns (names) are left-aligned, the numbers right-aligned
 

@@ -27,6 +27,7 @@ import bisect
 import functools
 import hashlib
 import math
+import os
 import warnings
 from pathlib import Path
 
@@ -138,7 +139,7 @@ def corpus_index(
             return SuffixIndex(ids, sa)
     sa = suffix_array(ids, progress=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    tmp = file.with_suffix(".tmp")
+    tmp = file.with_suffix(f".{os.getpid()}.tmp")  # one per process: test workers may build it at once
     with open(tmp, "wb") as f:
         np.save(f, sa.astype(np.int32), allow_pickle=False)
     tmp.replace(file)

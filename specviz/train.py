@@ -104,6 +104,34 @@ def parse_args(argv=None):
     return args
 
 
+class HeadResume:
+    """The resume state of a draft head trained on the frozen target (train_eagle, train_medusa): the
+    head's and the optimiser's state, the iteration and the time spent, written atomically; tensors
+    and numbers only, loaded with weights_only (runs no code)."""
+
+    def __init__(self, path: Path, module: torch.nn.Module, opt: torch.optim.Optimizer):
+        self.path, self.module, self.opt = Path(path), module, opt
+
+    def load(self, what: str) -> tuple[int, float]:
+        """(iteration to start at, seconds already spent): (0, 0.0) with no saved state."""
+        if not self.path.is_file():
+            return 0, 0.0
+        state = torch.load(self.path, weights_only=True)
+        self.module.load_state_dict(state["module"])
+        self.opt.load_state_dict(state["optimizer"])
+        print(f"resuming {what} at iteration {state['iter']} from {self.path}", file=sys.stderr)
+        return state["iter"], state["elapsed_s"]
+
+    def save(self, it: int, elapsed: float) -> None:
+        state = {"module": self.module.state_dict(), "optimizer": self.opt.state_dict(), "iter": it,
+                 "elapsed_s": elapsed}  # fmt: skip
+        atomic_write(self.path, lambda tmp: torch.save(state, tmp))
+
+    def done(self) -> None:
+        """The run finished: its state is not needed any more."""
+        self.path.unlink(missing_ok=True)
+
+
 def resume_path(out: Path) -> Path:
     return out.with_suffix(".resume.pt")
 

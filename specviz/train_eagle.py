@@ -25,11 +25,11 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from models.checkpoint import atomic_write, load_checkpoint
+from models.checkpoint import load_checkpoint
 from models.eagle import EagleConfig, EagleHead, save_head
 from specviz.distill import DEFAULT_CORPUS
 from specviz.outputs import writable_file, writable_folder
-from specviz.train import split
+from specviz.train import HeadResume, split
 
 DEPTHS = 4
 LAYERS = {1: (3,), 3: (0, 1, 3)}  # see models/eagle.py for why (0, 1, 3)
@@ -140,18 +140,11 @@ def train(args, command: str) -> dict:
     # One resume state per (output, config, run length): never continued with other settings.
     tag = hashlib.sha256(f"{Path(args.out).resolve()} {asdict(config)} {args.max_iters} {args.batch_size} "
                          f"{args.block} {args.seed} {args.lr}".encode()).hexdigest()[:16]  # fmt: skip
-    state_path = Path(args.resume_dir) / f"eagle-{tag}.pt"
-    start, elapsed = 0, 0.0
-    if state_path.is_file():
-        state = torch.load(state_path, weights_only=True)  # tensors and numbers only: runs no code
-        head.load_state_dict(state["head"])
-        opt.load_state_dict(state["optimizer"])
-        start, elapsed = state["iter"], state["elapsed_s"]
-        print(f"resuming {args.out} at iteration {start} from {state_path}", file=sys.stderr)
+    resume = HeadResume(Path(args.resume_dir) / f"eagle-{tag}.pt", head, opt)
+    start, elapsed = resume.load(args.out)
 
     def save_state(it: int) -> None:
-        state = {"head": head.state_dict(), "optimizer": opt.state_dict(), "iter": it, "elapsed_s": elapsed}
-        atomic_write(state_path, lambda tmp: torch.save(state, tmp))
+        resume.save(it, elapsed)
 
     T = args.block
     head.train()
@@ -191,6 +184,5 @@ def train(args, command: str) -> dict:
     shipped = load_head(args.out, target)
     meta["val_depth_accuracy"] = depth_accuracy(shipped, model, val_ids, windows=args.eval_windows)
     save_head(args.out, head, target.path, meta)
-    if state_path.is_file():
-        state_path.unlink()
+    resume.done()
     return meta

@@ -28,11 +28,11 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from models.artifacts import record_artifact, sha256
-from models.checkpoint import atomic_write, checkpoint_header, checkpoint_path, load_checkpoint
+from models.checkpoint import checkpoint_header, checkpoint_path, load_checkpoint
 from models.medusa import DEFAULT_PATH, MedusaHeads, save_heads
 from specviz.distill import DEFAULT_CORPUS
 from specviz.outputs import writable_file, writable_folder
-from specviz.train import get_batch, learning_rate, split
+from specviz.train import HeadResume, get_batch, learning_rate, split
 
 DECAY = 0.8  # Medusa-1's per-head loss weight: head i weighs DECAY^(i-1)
 
@@ -90,18 +90,11 @@ def train(args, cfg: MedusaTrainConfig, command: str) -> dict:
                             lr_decay_iters=cfg.max_iters)  # fmt: skip
     # One resume file per (target, corpus, settings): a state is never reused for other inputs.
     tag = hashlib.sha256(f"{target_sha} {hashlib.sha256(raw).hexdigest()} {cfg}".encode()).hexdigest()[:16]
-    resume = Path(args.resume_dir) / f"medusa-{tag}.pt"
-    start, elapsed = 0, 0.0
-    if resume.is_file():
-        state = torch.load(resume, weights_only=True)  # tensors and numbers only: runs no code
-        heads.load_state_dict(state["heads"])
-        opt.load_state_dict(state["optimizer"])
-        start, elapsed = state["iter"], state["elapsed_s"]
-        print(f"resuming from {resume} at iteration {start}", file=sys.stderr)
+    resume = HeadResume(Path(args.resume_dir) / f"medusa-{tag}.pt", heads, opt)
+    start, elapsed = resume.load("the Medusa heads")
 
     def save_state(it: int) -> None:
-        state = {"heads": heads.state_dict(), "optimizer": opt.state_dict(), "iter": it, "elapsed_s": elapsed}
-        atomic_write(resume, lambda tmp: torch.save(state, tmp))
+        resume.save(it, elapsed)
 
     layer = heads.config.feature_layer
     bar = tqdm(range(start, cfg.max_iters), initial=start, total=cfg.max_iters, desc="training Medusa heads",
@@ -151,7 +144,7 @@ def train(args, cfg: MedusaTrainConfig, command: str) -> dict:
     }  # fmt: skip
     save_heads(Path(args.out), heads, meta)
     record_artifact(Path(args.out))  # the shipped heads' line in models/SHA256SUMS follows the new file
-    resume.unlink(missing_ok=True)
+    resume.done()
     return meta
 
 

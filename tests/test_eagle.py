@@ -8,11 +8,12 @@ import pytest
 import torch
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
-from specviz import cli, train_eagle
+from specviz import cli
 from specviz.cached_model import CachedModel
 from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.presets import PRESETS
 from specviz.sampling import probs_from_logits, scale_probs
+from specviz.train import HeadResume
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
 
@@ -128,17 +129,17 @@ def test_train_eagle_resumes_where_it_stopped(tmp_path, monkeypatch):
             "--batch-size", "2", "--block", "16", "--eval-windows", "4", "--ttt-steps", "2"]  # fmt: skip
     assert cli.main([*args, "--out", str(tmp_path / "a.safetensors"), "--resume-dir", str(tmp_path / "ra")]) == 0
 
-    real = train_eagle.atomic_write
+    real = HeadResume.save
 
-    def stop_after_saving(path, write):
-        real(path, write)
+    def stop_after_saving(self, it, elapsed):
+        real(self, it, elapsed)
         raise KeyboardInterrupt  # interrupted right after the state at iteration 2 was kept
 
-    monkeypatch.setattr(train_eagle, "atomic_write", stop_after_saving)
+    monkeypatch.setattr(HeadResume, "save", stop_after_saving)
     b = ["--out", str(tmp_path / "b.safetensors"), "--resume-dir", str(tmp_path / "rb")]
     with pytest.raises(KeyboardInterrupt):
         cli.main([*args, *b])
-    monkeypatch.setattr(train_eagle, "atomic_write", real)
+    monkeypatch.setattr(HeadResume, "save", real)
     assert cli.main([*args, *b]) == 0
     from safetensors.torch import load_file
 

@@ -150,6 +150,7 @@ REAL_TARGET_MODES = [
     ("medusa", "deterministic tree", "lossless", 9000),  # heads on the target's own cached features
     ("trie", "deterministic tree", "traversal", 9000),
     ("neural-tree", "sampled tree", "traversal", 9000),  # the tiny model drafts, siblings without replacement
+    ("eagle3-tree", "sampled tree", "traversal", 9100),  # the EAGLE-3 head drafts, siblings without replacement
     ("lookahead", "deterministic tree", "lossless", 9000),
     ("eagle3", "sampled chain", "lossless", 9000),
     ("eagle3-tree", "sampled tree", "lossless", 9000),

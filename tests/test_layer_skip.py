@@ -119,3 +119,17 @@ def test_acceptance_by_layers_counts(target):
     rows = acceptance_by_layers(target, preset("Dialogue").text, temperature=0.0, max_new_tokens=40)
     assert [r["layers"] for r in rows] == [1, 2, 3]
     assert all(0 <= r["accepted"] <= r["tried"] and r["tried"] > 0 for r in rows)
+
+
+def test_acceptance_grows_with_the_draft_layers(target):
+    """Layer-skip's knob, measured: three layers of four draft better than one (the atlas's chart)."""
+    from specviz.charts.atlas import layer_sweep_figure
+    from specviz.layer_sweep import acceptance_by_layers
+
+    rows = acceptance_by_layers(target, target.tokenizer.encode("ROMEO:\nWhat say you?\n"), 0.0, max_new_tokens=120)
+    assert [r["layers"] for r in rows] == [1, 2, 3] and all(r["tried"] > 0 for r in rows)
+    assert (
+        rows[-1]["acceptance"] > rows[0]["acceptance"]
+        and rows[-1]["tokens_per_forward"] > rows[0]["tokens_per_forward"]
+    )
+    assert len(layer_sweep_figure(rows, 4).data) == 2

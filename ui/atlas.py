@@ -12,9 +12,12 @@ from specviz.atlas import METHODS, atlas_rows
 from specviz.bench import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
-from ui.common import page_setup, question
+from specviz.layer_sweep import acceptance_by_layers
+from specviz.presets import preset
+from ui.common import models_or_stop, page_setup, question
 from ui.round_view import chart
 
+SWEEP_PRESET = "Dialogue"
 BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"
 HELP = {
     "α T=0": "Acceptance rate: accepted / drafted tokens checked, at temperature 0 (K = 4).",
@@ -62,3 +65,23 @@ def render() -> None:
     st.dataframe(frame, hide_index=True, column_config=config)
     with st.expander("The bench rows behind the atlas"):
         st.dataframe(results_frame(rows), hide_index=True)
+    layer_sweep()
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _sweep(temperature: float, _target) -> list[dict]:
+    return acceptance_by_layers(_target, _target.tokenizer.encode(preset(SWEEP_PRESET).text), temperature)
+
+
+def layer_sweep() -> None:
+    """Layer-skip's knob n against acceptance, measured on demand (three generations of 200 characters)."""
+    st.subheader("Layer-skip: acceptance against the number of draft layers")
+    target, _ = models_or_stop()
+    c = st.columns([2, 1], vertical_alignment="bottom")
+    T = c[0].select_slider("Temperature", [0.0, 0.5, 0.8, 1.0], value=0.0, key="atlas_sweep_t")
+    if c[1].button("Measure", key="atlas_sweep", help=f"One layer-skip run per n on “{SWEEP_PRESET}”, K = 4, "
+                   "200 characters, seed 0.") or st.session_state.get("atlas_swept"):  # fmt: skip
+        st.session_state.atlas_swept = True
+        with st.spinner("Generating with 1, 2 and 3 draft layers..."):
+            rows = _sweep(T, target)
+        chart(charts.layer_sweep_figure(rows, target.config.n_layer), "atlas_layer_sweep")

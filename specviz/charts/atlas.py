@@ -22,3 +22,22 @@ def speedup_figure(rows: list[dict]) -> go.Figure:
                          "height": 380, "margin": {"l": 50, "r": 10, "t": 50, "b": 110}, "shapes": [PARITY_LINE],
                          "yaxis": {"title": {"text": "× plain decoding"}}, "xaxis": {"tickangle": -40},
                          "legend": {"orientation": "h", "y": 1.08, "x": 1, "xanchor": "right"}})  # fmt: skip
+
+
+def layer_sweep_figure(rows: list[dict], n_layer: int) -> go.Figure:
+    """``rows``: specviz.layer_sweep.acceptance_by_layers. Acceptance and tokens per pass against n."""
+    x = [f"{r['layers']} of {n_layer}" for r in rows]
+    data = [
+        bar(x, [r["acceptance"] for r in rows], "acceptance α", marker={"color": BLUE}, yaxis="y",
+            text=[f"{r['acceptance']:.0%}" for r in rows], textposition="outside", cliponaxis=False, offsetgroup=0),
+        bar(x, [r["tokens_per_forward"] for r in rows], "tokens per target pass", marker={"color": SKY,
+            "pattern": {"shape": "."}}, yaxis="y2", text=[f"{r['tokens_per_forward']:.2f}" for r in rows],
+            textposition="outside", cliponaxis=False, offsetgroup=1),
+    ]  # fmt: skip
+    return figure(data, {"title": {"text": "Layer-skip: the more of the target's layers draft, the more is accepted"},
+                         "height": 320, "margin": {"l": 50, "r": 50, "t": 50, "b": 40}, "barmode": "group",
+                         "xaxis": {"title": {"text": "draft layers n"}},
+                         "yaxis": {"title": {"text": "acceptance"}, "range": [0, 1.1], "tickformat": ".0%"},
+                         "yaxis2": {"title": {"text": "tokens per pass"}, "overlaying": "y", "side": "right",
+                                    "rangemode": "tozero"},
+                         "legend": {"orientation": "h", "y": -0.25}})  # fmt: skip

@@ -295,6 +295,7 @@ class Session:
         self.generation = generation or Generation(target, prompt, settings, draft_model)
         assert self.generation.settings == settings and self.generation.trace.prompt == list(prompt)
         self.cursor = 0
+        self.furthest = 0  # the most rounds this session has shown: its own horizon, whatever others computed
 
     @property
     def rounds(self) -> list[RoundRecord]:
@@ -316,6 +317,7 @@ class Session:
                         return self.current
                     self.generation.step()
         self.cursor += 1
+        self.furthest = max(self.furthest, self.cursor)
         return self.current
 
     def back(self) -> RoundRecord | None:
@@ -330,5 +332,5 @@ class Session:
     def run_to_end(self, progress=None) -> RoundRecord | None:
         with self.generation.lock:
             self.generation.run(progress)
-        self.cursor = len(self.rounds)
+        self.cursor = self.furthest = len(self.rounds)
         return self.current

@@ -72,9 +72,11 @@ def navigator(session: Session, view) -> None:
             if session.at_end:
                 st.session_state.playing = False
                 st.rerun()  # the whole page, so the timer stops and the buttons update
-        if n := len(session.rounds):
+        # This session's own rounds: a shared run (ui/controls.py) grows as other students step, and a
+        # slider whose range moved under a reader's hand sent its stale value back, undoing their Next.
+        if n := session.furthest:
             st.session_state.scrub = session.cursor
-            st.slider("Round (scrub through the rounds computed so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
+            st.slider("Round (scrub through the rounds shown so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
                       on_change=_act, args=("scrub",))  # fmt: skip
         if error := st.session_state.pop("engine_error", None):
             st.error(f"The engine stopped: {md(error)}. The rounds so far are kept.")

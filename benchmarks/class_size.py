@@ -80,7 +80,9 @@ async def student(browser, url: str, steps: int, think: float, rng: random.Rando
                 break
             except PlaywrightTimeout:
                 if attempt == RETRIES:
-                    raise
+                    shot = Path(tempfile.gettempdir()) / f"class_size_unanswered_{id(page)}.png"
+                    await page.screenshot(path=str(shot), full_page=True)
+                    raise RuntimeError(f"a student's Next went unanswered {RETRIES + 1} times (screenshot: {shot})") from None
                 again += 1
         times.append(time.perf_counter() - t0)
     await context.close()

@@ -8,12 +8,12 @@ from specviz.engine import Generation, Settings
 
 def acceptance_by_layers(target: Checkpoint, prompt: list[int], temperature: float, k: int = 4,
                          max_new_tokens: int = 200, seed: int = 0) -> list[dict]:  # fmt: skip
-    """One generation per n: [{"layers", "acceptance", "tokens_per_forward", "tried"}], n ascending."""
+    """One generation per n: [{"layers", "acceptance", "tokens_per_forward", "accepted", "tried"}], n ascending."""
     rows = []
     for n in range(1, target.config.n_layer):
         settings = Settings(drafter="layer-skip", layer_skip_layers=n, k=k, temperature=temperature,
                             max_new_tokens=max_new_tokens, seed=seed)  # fmt: skip
         s = Generation(target, prompt, settings).run().summary()
         rows.append({"layers": n, "acceptance": s["acceptance_rate"], "tokens_per_forward": s["mean_accepted"],
-                     "tried": s["tried"]})  # fmt: skip
+                     "accepted": s["accepted"], "tried": s["tried"]})  # fmt: skip
     return rows

@@ -1,15 +1,16 @@
 """Layer-skip self-speculation: the draft is exactly the target's first n layers, final norm and
 head (float64, 1e-10), it is computed inside the target's own KV cache (the prompt is prefilled
 once, for all layers, and the draft feeds only its k tokens through n layers each round), and
-the verify pass writes the same keys and values the draft did. ``acceptance_by_layers`` measures
+the verify pass writes the same keys and values the draft did. specviz.layer_sweep measures
 acceptance for every n (counts, not timings)."""
 
 import pytest
 import torch
 
 from specviz.cached_model import CachedModel, window_start
+from specviz.charts.atlas import layer_sweep_figure
 from specviz.engine import Generation, Settings
-from specviz.presets import preset
+from specviz.layer_sweep import acceptance_by_layers
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 
@@ -25,20 +26,6 @@ def early_exit(model, tokens: list[int], n: int) -> tuple[torch.Tensor, list]:
         x, (k, v) = block(x, None, None)
         kvs.append((k[0], v[0]))
     return model.lm_head(t.ln_f(x))[0], kvs
-
-
-def acceptance_by_layers(target, text: str, temperature: float, k: int = 4, max_new_tokens: int = 200, seed: int = 0):
-    """Acceptance of the layer-skip draft for n = 1 .. n_layer - 1: one run per n, same seed.
-    -> [{"layers", "accepted", "tried", "rate", "tokens_per_round"}]"""
-    prompt = target.tokenizer.encode(text)
-    rows = []
-    for n in range(1, target.config.n_layer):
-        s = Settings(drafter="layer-skip", layer_skip_layers=n, k=k, temperature=temperature,
-                     max_new_tokens=max_new_tokens, seed=seed)  # fmt: skip
-        summary = Generation(target, prompt, s).run().summary()
-        rows.append({"layers": n, "accepted": summary["accepted"], "tried": summary["tried"],
-                     "rate": summary["acceptance_rate"], "tokens_per_round": summary["mean_accepted"]})  # fmt: skip
-    return rows
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
@@ -115,19 +102,11 @@ def test_layer_count_is_checked_against_the_model(target):
         Settings(drafter="layer-skip", layer_skip_layers=0).check()
 
 
-def test_acceptance_by_layers_counts(target):
-    rows = acceptance_by_layers(target, preset("Dialogue").text, temperature=0.0, max_new_tokens=40)
-    assert [r["layers"] for r in rows] == [1, 2, 3]
-    assert all(0 <= r["accepted"] <= r["tried"] and r["tried"] > 0 for r in rows)
-
-
 def test_acceptance_grows_with_the_draft_layers(target):
     """Layer-skip's knob, measured: three layers of four draft better than one (the atlas's chart)."""
-    from specviz.charts.atlas import layer_sweep_figure
-    from specviz.layer_sweep import acceptance_by_layers
-
     rows = acceptance_by_layers(target, target.tokenizer.encode("ROMEO:\nWhat say you?\n"), 0.0, max_new_tokens=120)
-    assert [r["layers"] for r in rows] == [1, 2, 3] and all(r["tried"] > 0 for r in rows)
+    assert [r["layers"] for r in rows] == [1, 2, 3]
+    assert all(0 <= r["accepted"] <= r["tried"] and r["tried"] > 0 for r in rows)
     assert (
         rows[-1]["acceptance"] > rows[0]["acceptance"]
         and rows[-1]["tokens_per_forward"] > rows[0]["tokens_per_forward"]

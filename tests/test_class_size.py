@@ -10,7 +10,40 @@ import class_size  # noqa: E402
 
 
 def test_two_students_step_through_one_shared_run():
-    res = class_size.measure(students=2, steps=2, think=0.2, pin=False)
-    assert res["clicks"] == 4
-    assert 0 < res["p50_s"] <= res["p95_s"] <= res["max_s"]
+    res = class_size.measure(students=2, steps=2, think=0.2, pin=False, browsers=1)  # one chromium, one on the wire
+    assert res["clicks"] == 4 and res["browser"]["clicks"] == 2 and res["wire"]["clicks"] == 2
+    for group in (res, res["browser"], res["wire"]):
+        assert 0 < group["p50_s"] <= group["p95_s"] <= group["max_s"]
     assert res["server_rss_peak_mb"] > 100  # the models are loaded in the server
+
+
+def test_every_run_sends_the_sidebar_its_values(app_url):
+    """A browser that redraws a sidebar widget must get the run's value with it, not the widget's
+    bare default: under a class of 30 a browser sent back an empty prompt, drafter 'none' and K = 1.
+    Each run's sidebar widgets carry their values (set_value), on the second run as on the first."""
+    import websockets
+    from wire_student import WireSession
+
+    query = {**class_size.QUERY, "k": "3"}
+
+    async def two_runs():
+        url = app_url.replace("http://", "ws://", 1) + "/_stcore/stream"
+        async with websockets.connect(url, subprotocols=["streamlit"], max_size=None) as ws:
+            session, shown = WireSession(ws, query, "step"), []
+            for _ in range(2):
+                await session.rerun()
+                widgets = {
+                    e.WhichOneof("type"): e for e in session.elements if e.WhichOneof("type") in ("text_area", "slider")
+                }
+                shown.append(
+                    (
+                        widgets["text_area"].text_area,
+                        [e.slider for e in session.elements if e.WhichOneof("type") == "slider"],
+                    )
+                )
+            return shown
+
+    for text_area, sliders in class_size.run_async(two_runs()):
+        assert text_area.set_value and text_area.value == query["prompt"]
+        k = next(s for s in sliders if s.label.startswith("K "))
+        assert k.set_value and list(k.value) == [3]

@@ -134,6 +134,7 @@ def test_nasd_page_in_a_browser(app_url, page, tmp_path):
         page.get_by_role("heading", name=f"Round {i + 1}:").wait_for(timeout=600_000)
         wait_idle(page)
     plots = page.locator(".js-plotly-plot")
+    plots.nth(1).wait_for(timeout=600_000)  # on a busy machine the charts may land after the heading
     assert plots.count() == 2 and plots.first.is_visible()
     page.screenshot(path=tmp_path / "nasd.png")
     for i in range(plots.count()):  # the page scrolls inside Streamlit's container: one shot per chart

@@ -90,12 +90,16 @@ def test_chart_specs_hold_the_numbers_of_the_trace():
     for _ in range(4):
         click(at, "nav_next")
     r = run_of(at).current
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
-    titles = [s["layout"]["title"]["text"] for s in specs]
-    for pos in r.positions:
-        spec = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"Depth {pos.depth}:"))
+    picker = at.button_group(key=f"pq_position_{r.index}")  # the p/q chart's position, one chart at a time
+    assert picker.value == next((i for i, p in enumerate(r.positions) if not p.accepted), 0)  # the first rejected
+    for i, pos in enumerate(r.positions):
+        picker.set_value(i).run()
+        charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+        (spec,) = [s for s in charts if s["layout"]["title"]["text"].startswith(f"Depth {pos.depth}:")]
         p_bar = next(d for d in spec["data"] if d["name"] == "p (target)")
         assert pos.p_x in p_bar["y"] and float(pos.p.max()) == pytest.approx(max(p_bar["y"]))
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    titles = [s["layout"]["title"]["text"] for s in specs]
     ledger = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"KV cache, round {r.number}"))
     assert ledger["data"][0]["x"] == [r.kv_before] * 3
     table = at.dataframe[0].value

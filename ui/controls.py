@@ -87,11 +87,17 @@ def _on_preset() -> None:
 
 
 def _seed_widgets(spec: RunSpec) -> None:
-    for name, value in vars(spec.settings).items():
-        st.session_state.setdefault(f"ctl_{name}", value)
-    st.session_state.setdefault("ctl_prompt", spec.prompt)
+    """Give every sidebar widget its value before it is drawn: the value it already has, or the
+    spec's where Streamlit dropped it (it does on a page switch). Written back on every run, not
+    only when missing: a value the script sets travels with the widget to the browser. Under a
+    class of 30 (benchmarks/class_size.py) a browser redrew the sidebar's widgets from their bare
+    defaults (an empty prompt, drafter 'none', K = 1) and sent those back; now a redrawn widget
+    shows, and returns, the run's value."""
     names = [p.name for p in APP_PRESETS]
-    st.session_state.setdefault("ctl_preset", spec.preset if spec.preset in names else FREE_TEXT)
+    values = {f"ctl_{name}": value for name, value in vars(spec.settings).items()}
+    values |= {"ctl_prompt": spec.prompt, "ctl_preset": spec.preset if spec.preset in names else FREE_TEXT}
+    for key, value in values.items():
+        st.session_state[key] = st.session_state.get(key, value)
 
 
 def sidebar() -> RunSpec:

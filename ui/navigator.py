@@ -3,8 +3,9 @@ to the end, reset. Every button acts through a callback on the user's Session be
 renders, so the page always draws the state the click produced. Going back never recomputes:
 the Session keeps every round it computed.
 
-Autoplay runs the view in a fragment that reruns itself every ``delay`` seconds and steps once
-per rerun; only the fragment redraws, and it turns itself off at the end of the run.
+The controls and the view are one fragment: a click redraws them, not the page around them.
+Autoplay makes the fragment rerun itself every ``delay`` seconds and step once per rerun; it
+turns itself off at the end of the run.
 """
 
 import time
@@ -15,6 +16,7 @@ from specviz.engine import Session
 from specviz.markup import md
 
 SPEEDS = {"slow (2 s)": 2.0, "medium (1 s)": 1.0, "fast (0.4 s)": 0.4}
+DEFAULT_SPEED = "medium (1 s)"
 
 
 def _act(action: str) -> None:
@@ -39,39 +41,27 @@ def _toggle_play() -> None:
 
 
 def navigator(session: Session, view) -> None:
-    """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer."""
-    # One row that wraps instead of cutting labels: buttons take their content's width, so a
-    # projector at 1024x768 shows every label whole. Keyboard: Left, Right, Home, End, P.
-    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
-    buttons = [  # (label, icon, action, disabled, shortcut, help)
-        ("Reset", "first_page", "reset", False, "Home", "Back to the prompt (kept rounds stay)."),
-        ("Previous", "chevron_left", "back", session.cursor == 0, "Left", "The round before; never recomputes."),
-        ("Next", "chevron_right", "next", session.at_end, "Right", "Show the next round; computes it if it is new."),
-        ("To the end", "last_page", "end", session.at_end, "End", "Compute every remaining round."),
-    ]
-    for label, icon, action, disabled, key, help in buttons:
-        row.button(label, icon=f":material/{icon}:", on_click=_act, args=(action,), key=f"nav_{action}", shortcut=key,
-                   disabled=disabled, help=help, type="primary" if action == "next" else "secondary")  # fmt: skip
+    """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer.
+
+    All of it is one fragment: a click on Next reruns and redraws the controls and the round, not
+    the page's sidebar and header. A browser's drawing is most of a step's time (~0.25 s of it is
+    Streamlit redrawing the page around the charts; benchmarks/class_size.py), and a class of 30
+    sends the server 30 times the deltas."""
     playing = st.session_state.get("playing", False) and not session.at_end
-    row.button(
-        "Pause" if playing else "Play",
-        icon=":material/pause:" if playing else ":material/play_arrow:",
-        on_click=_toggle_play,
-        key="nav_play",
-        shortcut="P",
-        disabled=session.at_end,
-    )
-    row.selectbox("Speed", list(SPEEDS), index=1, key="nav_speed", label_visibility="collapsed", width=150)
-    delay = SPEEDS[st.session_state.nav_speed]
+    delay = SPEEDS[st.session_state.get("nav_speed", DEFAULT_SPEED)]
 
     @st.fragment(run_every=delay if playing else None)
     def frame():
-        if st.session_state.get("playing") and time.monotonic() - st.session_state.get("last_play", 0.0) >= delay * 0.9:
+        now_playing = st.session_state.get("playing", False) and not session.at_end
+        if now_playing and time.monotonic() - st.session_state.get("last_play", 0.0) >= delay * 0.9:
             st.session_state.last_play = time.monotonic()
             _act("next")
-            if session.at_end:
+            now_playing = not session.at_end
+            if not now_playing:
                 st.session_state.playing = False
-                st.rerun()  # the whole page, so the timer stops and the buttons update
+        if (now_playing, SPEEDS[st.session_state.get("nav_speed", DEFAULT_SPEED)]) != (playing, delay):
+            st.rerun()  # the whole page: the fragment's timer is set when the page draws it
+        controls(session, now_playing)
         # This session's own rounds: a shared run (ui/controls.py) grows as other students step, and a
         # slider whose range moved under a reader's hand sent its stale value back, undoing their Next.
         if n := session.furthest:
@@ -83,3 +73,28 @@ def navigator(session: Session, view) -> None:
         view(session)
 
     frame()
+
+
+def controls(session: Session, playing: bool) -> None:
+    """One row that wraps instead of cutting labels: buttons take their content's width, so a
+    projector at 1024x768 shows every label whole. Keyboard: Left, Right, Home, End, P."""
+    row = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    buttons = [  # (label, icon, action, disabled, shortcut, help)
+        ("Reset", "first_page", "reset", False, "Home", "Back to the prompt (kept rounds stay)."),
+        ("Previous", "chevron_left", "back", session.cursor == 0, "Left", "The round before; never recomputes."),
+        ("Next", "chevron_right", "next", session.at_end, "Right", "Show the next round; computes it if it is new."),
+        ("To the end", "last_page", "end", session.at_end, "End", "Compute every remaining round."),
+    ]
+    for label, icon, action, disabled, key, help in buttons:
+        row.button(label, icon=f":material/{icon}:", on_click=_act, args=(action,), key=f"nav_{action}", shortcut=key,
+                   disabled=disabled, help=help, type="primary" if action == "next" else "secondary")  # fmt: skip
+    row.button(
+        "Pause" if playing else "Play",
+        icon=":material/pause:" if playing else ":material/play_arrow:",
+        on_click=_toggle_play,
+        key="nav_play",
+        shortcut="P",
+        disabled=session.at_end,
+    )
+    row.selectbox("Speed", list(SPEEDS), index=list(SPEEDS).index(DEFAULT_SPEED), key="nav_speed",
+                  label_visibility="collapsed", width=150)  # fmt: skip

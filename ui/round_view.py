@@ -73,6 +73,24 @@ def sibling_tries(r: RoundRecord, vocab: str) -> None:
     table(tries.tries_frame(r, vocab, node), tries.HELP)
 
 
+def pq_chart(r: RoundRecord, vocab: str) -> None:
+    """p against q at one checked position, picked above the chart; it opens on the first rejected
+    one. One chart, not a tab per position: each plotly chart costs a browser ~60 ms to redraw on
+    every step (benchmarks/class_size.py), and hidden tabs are drawn too."""
+    positions = r.positions
+    first_rejected = next((i for i, p in enumerate(positions) if not p.accepted), 0)
+    i = st.segmented_control(
+        "Checked position: p against q",
+        range(len(positions)),
+        format_func=lambda i: f"depth {positions[i].depth}: '{md(charts.label(vocab, positions[i].token))}'",
+        default=first_rejected,
+        required=True,
+        key=f"pq_position_{r.index}",
+        help="The target's p and the draft's q over the vocabulary, at the drafted character picked here.",
+    )
+    chart(charts.pq_bars(positions[i], vocab), "pq")
+
+
 def current_round(r: RoundRecord, session: Session) -> None:
     vocab, settings = session.generation.trace.vocab, session.generation.settings
     verdict = f"{r.n_accepted} of {len(r.draft_tokens)} drafted accepted, " + (
@@ -91,10 +109,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
         same_draft(r, vocab)
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)
-        tabs = st.tabs([f"depth {p.depth}: '{md(charts.label(vocab, p.token))}'" for p in r.positions])
-        for i, (tab, pos) in enumerate(zip(tabs, r.positions, strict=True)):
-            with tab:
-                chart(charts.pq_bars(pos, vocab), f"pq_{i}")
+        pq_chart(r, vocab)
     method_panels(r, vocab)
     if r.residual is not None:
         chart(charts.residual_bars(r, vocab), "residual")

@@ -31,7 +31,8 @@ STYLE = """<style>
 .sv-pending { text-decoration: underline dotted #6B7280 2px; }
 .sv-focus { outline: 3px solid #0072B2; outline-offset: 1px; }
 .sv-now { font-weight: 700; }
-.sv-legend span { margin-right: 0.8em; }
+.sv-legend { font-size: 13px; }
+.sv-legend span { margin-right: 0.8em; display: inline-block; white-space: nowrap; }  /* items wrap whole */
 </style>"""
 
 LEGEND = (

@@ -86,6 +86,7 @@ def pq_chart(r: RoundRecord, vocab: str) -> None:
         default=first_rejected,
         required=True,
         key=f"pq_position_{r.index}",
+        wrap=True,  # every position whole at 1024 px, on as many lines as it takes
         help="The target's p and the draft's q over the vocabulary, at the drafted character picked here.",
     )
     chart(charts.pq_bars(positions[i], vocab), "pq")

@@ -102,13 +102,19 @@ def test_home_opens_on_the_race(app_url, page):
 
 
 # Every element whose text must be read whole: buttons, metric labels and values, headings, widget
-# labels and tabs. An element (or one inside it) whose content is wider than its box is cut or spills.
+# labels and tabs. An element (or one inside it) whose content is wider than its box is cut or spills;
+# one that reaches past the right edge of its page column or of the sidebar is cut by them.
 OVERFLOW_JS = """() => {
   const sel = ['button', '[data-testid="stMetricValue"]', '[data-testid="stMetricLabel"]', 'h1', 'h2', 'h3',
                '[data-testid="stWidgetLabel"]', 'button[role="tab"]'];
+  const edges = '[data-testid="stMainBlockContainer"], [data-testid="stSidebarContent"]';
   const out = [];
   for (const s of sel) for (const el of document.querySelectorAll(s)) {
     if (el.offsetParent === null) continue;
+    const frame = el.closest(edges);
+    if (frame && el.getBoundingClientRect().right > frame.getBoundingClientRect().right + 1) {
+      out.push(s + ' past the edge: ' + el.innerText.slice(0, 60)); continue;
+    }
     for (const e of [el, ...el.querySelectorAll('*')]) {
       if (e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1) { out.push(s + ': ' + el.innerText.slice(0, 60)); break; }
     }

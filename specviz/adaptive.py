@@ -125,16 +125,28 @@ class AdaptiveK:
         so an idle drafter that learns nothing new (no shadow drafts) reuses its last answer."""
         if self._last is not None and self._last[0] == limit:
             return self._last[1]
-        alpha, n, k_max = self.alpha, self.per_level, min(self.k_max, limit)
-        r = rates(alpha, n, self.c, k_max, early_stop=True)
-        best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        choice = Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+        choice = self._best(min(self.k_max, limit))
         self._last = (limit, choice)
         return choice
+
+    def _best(self, k_max: int) -> Choice:
+        """The choice from what was learnt so far, among K = 0 .. k_max."""
+        alpha, n = self.alpha, self.per_level
+        r = rates(alpha, n, self.c, k_max, early_stop=True)
+        best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
+        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
         return self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
+
+    def never_drafts(self) -> bool:
+        """Whether no round from now on can draft, not even a shadow: the drafter is too costly to
+        shadow, and K = 0 wins even at the deepest K allowed. Only a round that drafts (or a shadow)
+        changes what was learnt, and a smaller limit only drops candidates (the rates up to it are a
+        prefix of the same list), so K = 0 wins every later round too: the engine may stop keeping
+        the drafter ready (its features, its updates)."""
+        return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 
     def observe(self, acceptance: float) -> None:
         """A K = 0 round's unverified one-level draft, accepted with this probability."""

@@ -19,14 +19,15 @@ decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens p
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
 walk over more positions).
 
-A K = 0 round still learns, for free: the target's pass gives p for the next token anyway, so a
-cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
-drafter whose every call costs more, so shadows stay within ``SHADOW_BUDGET``), proposes one
-level that is scored but never verified,
+A K = 0 round still learns, almost for free: the target's pass gives p for the next token anyway, so
+a cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
+drafter whose every call costs more, so shadows, their scoring included, stay within
+``SHADOW_BUDGET``), proposes one level that is scored but never verified,
 by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
 observation is a fractional trial, so alpha follows the text while drafting does not pay. An
 expensive drafter (the neural draft) is not consulted while idle: it would have to catch up on
-every token it missed.
+every token it missed. If K = 0 is its choice from the start, it never drafts at all, and the
+engine keeps nothing ready for it (``never_drafts``): its rounds cost what plain decoding's do.
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.
@@ -43,6 +44,10 @@ SHADOW_EVERY = 4  # ... every 4th such round at most: alpha moves slowly, and a 
 # ... and no more often than keeps their cost, spread over the idle rounds, at this share of a forward pass:
 # a drafter with a fixed cost per call (suffix decoding rebuilds its context index) shadows more rarely.
 SHADOW_BUDGET = 0.02
+# A shadow costs more than its draft call: scoring it (verifiers.expected_acceptance over the vocabulary,
+# right after the target pass has flushed the CPU's caches) and a slower next pass. Measured in idle rounds
+# of a 1-thread run: +60-110 us over a ~1250 us round even for a look-up drafter (draft call ~5 us).
+SHADOW_SCORE = 0.06
 # Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
 # at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
 MIN_GAIN = 1.15
@@ -105,7 +110,8 @@ class AdaptiveK:
         target forward passes, the drafter's own figures: Drafter.draft_cost, Drafter.call_cost)."""
         self.k_max = k_max
         self.c = draft_cost
-        self.shadow_every = max(SHADOW_EVERY, math.ceil((call_cost + draft_cost) / SHADOW_BUDGET - 1e-9))
+        shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
+        self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
@@ -125,16 +131,28 @@ class AdaptiveK:
         so an idle drafter that learns nothing new (no shadow drafts) reuses its last answer."""
         if self._last is not None and self._last[0] == limit:
             return self._last[1]
-        alpha, n, k_max = self.alpha, self.per_level, min(self.k_max, limit)
-        r = rates(alpha, n, self.c, k_max, early_stop=True)
-        best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        choice = Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+        choice = self._best(min(self.k_max, limit))
         self._last = (limit, choice)
         return choice
+
+    def _best(self, k_max: int) -> Choice:
+        """The choice from what was learnt so far, among K = 0 .. k_max."""
+        alpha, n = self.alpha, self.per_level
+        r = rates(alpha, n, self.c, k_max, early_stop=True)
+        best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
+        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
         return self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
+
+    def never_drafts(self) -> bool:
+        """Whether no round from now on can draft, not even a shadow: the drafter is too costly to
+        shadow, and K = 0 wins even at the deepest K allowed. Only a round that drafts (or a shadow)
+        changes what was learnt, and a smaller limit only drops candidates (the rates up to it are a
+        prefix of the same list), so K = 0 wins every later round too: the engine may stop keeping
+        the drafter ready (its features, its updates)."""
+        return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 
     def observe(self, acceptance: float) -> None:
         """A K = 0 round's unverified one-level draft, accepted with this probability."""

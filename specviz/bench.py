@@ -27,6 +27,11 @@ Two suites, told apart by the row's ``suite``:
                      (transformers' prompt lookup verifies up to K positions past the end): prompt
                      and output fit in one window, for both implementations alike.
 
+How far from 1.00 must a speedup be to be real? In each repeat the baseline runs once more for
+every prompt, after every other run, and the main suite's baseline rows report that second run's
+speedup over the first (``aa_speedup``, an A/A test: the same work twice). A drafter whose
+speedup is as close to 1 as that cannot be told from the baseline.
+
 Rows are plain dicts (``BenchRow`` fields); ``rows_to_jsonl`` / ``rows_from_jsonl`` are the
 file format the CLI writes and the app's Drafter shoot-out page reads.
 """
@@ -90,6 +95,9 @@ class BenchRow:
     load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
     version: str  # "specviz (torch 2.13.0+cpu)" or "transformers 5.23.0 (torch ...)"
     memory_mb: float | None  # what the drafter adds to plain decoding after one round (specviz.memory); None: theirs
+    # Main-suite baseline rows: its second run in each repeat over its first (median), the A/A "speedup"
+    # that noise alone gives (module docstring); None on every other row.
+    aa_speedup: float | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -99,7 +107,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
-            "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None}  # fmt: skip
+            "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -184,6 +192,13 @@ def _specviz_run(target, tiny, prompt, config, temperature, n, seed) -> _Run:
     return _Run(trace.tokens, seconds, s["target_forwards"], s["drafted"], s["tried"], s["accepted"],
                 sum(r.draft_s for r in trace.rounds), sum(r.verify_s for r in trace.rounds),
                 sum(r.accept_s for r in trace.rounds), expected_totals(trace.rounds))  # fmt: skip
+
+
+def aa_speedup(first, second) -> float:
+    """The baseline against itself: per repeat, its first run's seconds over its second's, summed
+    over the prompts (lists over repeats of lists over prompts of _Run); median over repeats."""
+    return statistics.median(sum(r.seconds for r in a) / sum(r.seconds for r in b)
+                             for a, b in zip(first, second, strict=True))  # fmt: skip
 
 
 def _one_round(target, tiny, prompt, drafter) -> Generation:
@@ -288,7 +303,8 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     n_hf = min(max_new_tokens, HF_MAX_NEW_TOKENS, B // 2)
     # transformers' prompt lookup may verify up to k positions past the last one it keeps
     hf_ids = [p[-(B - n_hf - k) :] for p in ids]
-    total = repeats * (sum(len(runs_at(T)) for T in temperatures) * len(prompts) + (4 * len(prompts) if hf else 0))
+    aa = repeats * len(temperatures) * len(prompts)  # the baseline's second runs
+    total = repeats * (sum(len(runs_at(T)) for T in temperatures) * len(prompts) + (4 * len(prompts) if hf else 0)) + aa
     done = 0
 
     def tick():
@@ -297,16 +313,21 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
         if progress:
             progress(done, total)
 
-    main, versus = {}, {}
+    base = (BASELINE, k, False, "lossless")
+    main, versus, again = {}, {}, {}
     for _ in range(repeats):
         for T in temperatures:
-            per_config = {c: [] for c in runs_at(T)}
+            per_config, second = {c: [] for c in runs_at(T)}, []
             for j, prompt in enumerate(ids):
                 for c in per_config:
                     per_config[c].append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
                     tick()
+                # A/A: the baseline again, last, as far as it gets from its first run in this repeat
+                second.append(_specviz_run(target, tiny, prompt, base, T, max_new_tokens, seed + j))
+                tick()
             for c in per_config:
                 main.setdefault(("specviz", c, T), []).append(per_config[c])
+            again.setdefault(T, []).append(second)
         if hf:
             model, calls = hf
             per = {(i, d): [] for i in ("specviz", "transformers") for d in HF_DRAFTERS}
@@ -322,10 +343,12 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
 
     ours = f"specviz (torch {torch.__version__})"
     common = {"prompts": len(prompts), "repeats": repeats}
-    base = (BASELINE, k, False, "lossless")
     # What each drafter holds, after one round on the first prompt (outside the timed runs).
     memory = {d: drafter_megabytes(_one_round(target, tiny, ids[0], d)) for d in drafters}
     rows = _rows(main, "specviz", "main", ("specviz", base), ours, memory, new_tokens=max_new_tokens, **common)
+    for row in rows:
+        if row["drafter"] == BASELINE:
+            row["aa_speedup"] = aa_speedup(main[("specviz", base, row["temperature"])], again[row["temperature"]])
     if hf:
         import transformers as tf
 
@@ -367,7 +390,9 @@ repeats. of ideal: speedup / tok/fwd. draft c: time to draft one token, verify v
 verification pass, both relative to one baseline forward pass. same: greedy output identical to the
 baseline's. verify: the verification rule. τ tok, τ block: block rows only, on the run's own
 drafts, 1 + the mean expected accepted tokens per round under token-wise and block verification.
-τ trav: traversal rows (tree drafters), the same under traversal verification (and τ tok beside it)."""
+τ trav: traversal rows (tree drafters), the same under traversal verification (and τ tok beside it).
+A/A: baseline rows, the baseline timed again in each repeat, its speedup over the first run
+(median): a speedup no further from 1.00 than that is noise."""
 
 NOTES = (
     NOTES_NO_HF
@@ -388,6 +413,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("accept", "acceptance_rate", "{:.0%}"),
     ("tok/s", "tokens_per_s", "{:.0f}"),
     ("speedup", "speedup", "{:.2f}x"),
+    ("A/A", "aa_speedup", "{:.3f}x"),
     ("of ideal", "fraction_of_ideal", "{:.0%}"),
     ("draft c", "draft_cost", "{:.3f}"),
     ("verify v", "verify_cost", "{:.2f}"),

@@ -29,6 +29,9 @@ from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_veri
 
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
 SEED_MAX = 2**63 - 1
+IDLE = "chose K = 0: the drafter was not asked"
+IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so nothing new is learnt): "
+                 "the drafter is neither asked nor updated, and the target keeps no features for it")  # fmt: skip
 
 
 @dataclass(frozen=True)  # a value: hashable, so it keys caches and runs as it is
@@ -176,6 +179,11 @@ class Generation:
         self.verifier = get_verifier(settings.verification)
         d = self.drafter
         self.adaptive = AdaptiveK(settings.k, d.draft_cost, d.call_cost) if settings.k_auto else None
+        # A drafter adaptive K will never consult costs nothing beyond plain decoding: no features
+        # captured for a draft head (EAGLE, Medusa), no updates. Decided before the first forward.
+        self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()
+        if self.never_drafts:
+            self.target.capture(())
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
@@ -211,7 +219,7 @@ class Generation:
                 shadow = self.drafter.draft(self.tokens, 1, T, self.gen)  # scored below, never verified
             k = choice.k
         if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
-            draft = chain([], notes={"adaptive K": "chose K = 0: the drafter was not asked"})
+            draft = chain([], notes={"adaptive K": IDLE_FOR_GOOD if self.never_drafts else IDLE})
         else:
             draft = self.drafter.draft(self.tokens, k, T, self.gen)  # k = 0 too: its notes say why nothing
         depths = draft.depths
@@ -233,7 +241,7 @@ class Generation:
         emitted = verdict.emitted(draft)
         # Row i of emitted_p predicted emitted[i]: the root's row, then each accepted node's.
         emitted_p = p_rows[[0] + [i + 1 for i in path]]
-        update = self.drafter.update(self.tokens, emitted, emitted_p)
+        update = {} if self.never_drafts else self.drafter.update(self.tokens, emitted, emitted_p)
         self.tokens += emitted
         if self.adaptive is not None:
             self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))

@@ -7,7 +7,7 @@ import torch
 from specviz.adaptive import MIN_GAIN, AdaptiveK, expected_tokens, rates, round_cost, verify_cost
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
-from specviz.engine import Generation, Settings
+from specviz.engine import IDLE_FOR_GOOD, Generation, Settings
 from specviz.exactness import chi_square
 from specviz.verifiers import TokenWise, expected_acceptance
 
@@ -66,10 +66,32 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     for _ in range(44):
         due.append(costly_call.shadow_due())
         costly_call.update(0, 0, 0, 0)
-    assert sum(due) == 2 and costly_call.shadow_every == 22  # within SHADOW_BUDGET per idle round
+    assert sum(due) == 2 and costly_call.shadow_every == 25  # within SHADOW_BUDGET per idle round, scoring included
     for _ in range(40):  # the text turns predictable: each idle round's one-level draft would be accepted
         a.observe(0.95)
     assert a.alpha > 0.85 and a.choose(12).k >= 4
+
+
+def test_a_drafter_too_costly_to_shadow_that_chose_k_0_never_drafts():
+    assert AdaptiveK(12, 0.45).never_drafts()  # K = 0 at the prior, and no shadow will ever say otherwise
+    assert not AdaptiveK(12, 0.02).never_drafts()  # a cheap one: its shadow drafts keep it learning
+    assert not learnt(0.95, c=0.45).never_drafts()  # a costly one whose drafts pay
+
+
+@pytest.mark.parametrize(
+    "drafter, knobs",
+    [("eagle3", {}), ("lookahead", {"lookahead_window": 32, "lookahead_ngram": 8})],  # a window too costly to run
+)
+def test_a_drafter_that_never_drafts_is_left_alone(target64, drafter, knobs):
+    """No features captured, no update, a note that says so; the output is plain greedy decoding's."""
+    prompt = target64.tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?\n")
+    base = Generation(target64, prompt, Settings(drafter="none", temperature=0, max_new_tokens=40)).run()
+    gen = Generation(target64, prompt, Settings(drafter=drafter, k=8, k_auto=True, temperature=0, max_new_tokens=40,
+                                                **knobs))  # fmt: skip
+    assert gen.never_drafts and gen.target.feature_layers == ()
+    assert gen.run().tokens == base.tokens
+    assert all(r.k_choice.k == 0 and r.draft_notes == {"adaptive K": IDLE_FOR_GOOD} and r.drafter_update == {}
+               for r in gen.trace.rounds)  # fmt: skip
 
 
 def sampled_siblings(q: torch.Tensor, n: int, sampling: str, g: torch.Generator) -> Draft:

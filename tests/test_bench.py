@@ -34,7 +34,7 @@ def test_rows_are_consistent(bench):
     names = [f.name for f in fields(BenchRow)]
     assert all(list(r) == names for r in rows)
     assert [(r["drafter"], r["temperature"]) for r in rows] == [(d, T) for T in (0.0, 0.8) for d in DRAFTERS]
-    total = 3 * 2 * 2 * len(DRAFTERS)  # repeats x temperatures x prompts x drafters
+    total = 3 * 2 * 2 * (len(DRAFTERS) + 1)  # repeats x temperatures x prompts x (drafters + the baseline again)
     assert calls == [(i, total) for i in range(1, total + 1)]
     for r in rows:
         assert r["impl"] == "specviz" and r["suite"] == "main" and r["k"] == 4 and r["repeats"] == 3
@@ -50,7 +50,9 @@ def test_rows_are_consistent(bench):
             assert r["speedup"] == 1.0 and r["tokens_per_forward"] == 1.0 and r["fraction_of_ideal"] == 1.0
             assert r["acceptance_rate"] is None and r["draft_cost"] == 0.0
             assert r["verify_cost"] == pytest.approx(1.0)
+            assert r["aa_speedup"] > 0  # the baseline timed twice (A/A): only noise keeps it from 1
         else:
+            assert r["aa_speedup"] is None
             assert 0 <= r["acceptance_rate"] <= 1 and r["draft_cost"] >= 0 and r["verify_cost"] > 0
         # lossless: at temperature 0 every drafter emits exactly the baseline's tokens
         assert r["same_as_baseline"] is (True if r["temperature"] == 0 else None)

@@ -49,6 +49,8 @@ sampling costs lookahead (the step page counts it per round: charts/lookahead.sa
 prompt with the run's generator (LADE's initialisation), so a seed reproduces a run.
 """
 
+from functools import cache
+
 import torch
 
 from specviz.adaptive import VERIFY_SLOPE
@@ -106,22 +108,33 @@ def ngram_tree(grams: list[tuple[int, ...]], k: int) -> tuple[list[int], list[in
     return [tokens[i] for i in order], parents, [origin[i] for i in order]
 
 
-def window_extra(levels: list[list[int]], cols: int, n_nodes: int) -> tuple[Extra, dict[tuple[int, int], int]]:
-    """The window's first ``cols`` columns as extra tokens of a verify pass over [root + n_nodes
-    nodes]: level 0 columns 1.. (column 0 is the root), then levels 1.. column by column, with the
-    lookahead mask (module docstring). -> (Extra, cell (j, i) -> its row among the extras)"""
-    cells = [(0, i) for i in range(1, cols)] + [(j, i) for j in range(1, len(levels)) for i in range(cols)]
+@cache
+def window_layout(n_levels: int, cols: int) -> tuple[tuple[tuple[int, int], ...], torch.Tensor]:
+    """The cells of a window's first ``cols`` columns in pass order: level 0 columns 1.. (column 0
+    is the root), then levels 1.. column by column; and the lookahead mask among them (module
+    docstring), (E, E) bool. Cached, read-only: a run has one shape, or a few near the window's end,
+    and setting the mask cell by cell would cost a shadow draft a fifth of a forward pass."""
+    cells = tuple([(0, i) for i in range(1, cols)] + [(j, i) for j in range(1, n_levels) for i in range(cols)])
     row = {cell: e for e, cell in enumerate(cells)}
+    among = torch.zeros(len(cells), len(cells), dtype=torch.bool)
+    for (j, i), e in row.items():
+        for c in range(1, i + 1):  # level 0 up to its column
+            among[e, row[(0, c)]] = True
+        for level in range(1, j + 1):  # its column, up to itself
+            among[e, row[(level, i)]] = True
+    return cells, among
+
+
+def window_extra(levels: list[list[int]], cols: int, n_nodes: int) -> tuple[Extra, dict[tuple[int, int], int]]:
+    """The window's first ``cols`` columns (window_layout) as extra tokens of a verify pass over
+    [root + n_nodes nodes]. -> (Extra, cell (j, i) -> its row among the extras)"""
+    cells, among = window_layout(len(levels), cols)
     base = 1 + n_nodes  # the extras' first index among the pass's inputs
     mask = torch.zeros(len(cells), base + len(cells), dtype=torch.bool)  # (E, 1 + N + E)
     mask[:, 0] = True  # every cell sees the root
-    for (j, i), e in row.items():
-        for c in range(1, i + 1):  # level 0 up to its column
-            mask[e, base + row[(0, c)]] = True
-        for level in range(1, j + 1):  # its column, up to itself
-            mask[e, base + row[(level, i)]] = True
+    mask[:, base:] = among
     tokens = [levels[j][i] for j, i in cells]
-    return Extra(tokens, [j + i for j, i in cells], mask), row
+    return Extra(tokens, [j + i for j, i in cells], mask), {cell: e for e, cell in enumerate(cells)}
 
 
 class LookaheadDrafter(Drafter):

@@ -39,10 +39,12 @@ class MedusaDrafter(Drafter):
     # on one feature vector) and the tree is a heap walk: measured at 0.18 (4 nodes) to 0.20 (16
     # nodes) of a one-token target forward per round on this CPU (1 thread, process time), so a
     # round costs ~ROUND_COST whatever its size, spread here over the node budget.
-    # It is also the cost of any call (call_cost): a one-token shadow draft runs every head too.
     ROUND_COST = 0.2
     draft_cost = ROUND_COST / 16
-    call_cost = ROUND_COST
+    # Any call runs every head, a one-token shadow draft too: in adaptive K's idle rounds, right after the
+    # target's pass, a shadow's draft phase measured +340 us over a ~1250 us round (cold caches), 0.27.
+    # Declared as 0.2, shadows came every 11th idle round and cost 4% (bench --quick, 128 tokens).
+    call_cost = 0.3
 
     def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):

@@ -64,7 +64,7 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     """``progress(done, total)`` after every generation, over the whole sweep."""
     ks = sorted({*ks, settings.k})
     preset = Preset("shoot-out prompt", "free", prompt, "")
-    per_k = len(DRAFTERS) * repeats
+    per_k = (len(DRAFTERS) + 1) * repeats  # every drafter, and the baseline once more (the bench's A/A run)
     chains = [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
     # the sweep, then one traced run per drafter but the baseline, then one block-verified run per chain
     # drafter and one traversal-verified run per tree drafter

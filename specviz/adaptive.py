@@ -24,10 +24,7 @@ a cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle r
 drafter whose every call costs more, so shadows, their scoring included, stay within
 ``SHADOW_BUDGET``), proposes one level that is scored but never verified,
 by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
-observation is a fractional trial, so alpha follows the text while drafting does not pay. While the
-shadows keep saying "do not draft", the gap between them doubles, up to ``SHADOW_BACKOFF`` times
-the first (a run of n idle rounds pays for O(log n + n / backoff) shadows, not n / every); the
-first round that drafts again brings back the short gap. An
+observation is a fractional trial, so alpha follows the text while drafting does not pay. An
 expensive drafter (the neural draft) is not consulted while idle: it would have to catch up on
 every token it missed. If K = 0 is its choice from the start, it never drafts at all, and the
 engine keeps nothing ready for it (``never_drafts``): its rounds cost what plain decoding's do.
@@ -47,9 +44,6 @@ SHADOW_EVERY = 4  # ... every 4th such round at most: alpha moves slowly, and a 
 # ... and no more often than keeps their cost, spread over the idle rounds, at this share of a forward pass:
 # a drafter with a fixed cost per call (suffix decoding rebuilds its context index) shadows more rarely.
 SHADOW_BUDGET = 0.02
-# ... and in a long idle stretch, ever more rarely: the gap doubles after each shadow, up to this many times
-# the first. At a fixed gap, lookahead and Medusa paid ~3-4% for their shadows (bench, 22:11): 0.96x.
-SHADOW_BACKOFF = 8
 # A shadow costs more than its draft call: scoring it (verifiers.expected_acceptance over the vocabulary,
 # right after the target pass has flushed the CPU's caches) and a slower next pass. Measured in idle rounds
 # of a 1-thread run: +60-110 us over a ~1250 us round even for a look-up drafter (draft call ~5 us).
@@ -121,7 +115,6 @@ class AdaptiveK:
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
-        self.next_shadow, self.gap = 0, self.shadow_every  # the idle round of the next shadow, and the gap after it
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
 
     @property
@@ -151,7 +144,7 @@ class AdaptiveK:
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
-        return self.idle == self.next_shadow and self.c <= SHADOW_COST
+        return self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
 
     def never_drafts(self) -> bool:
         """Whether no round from now on can draft, not even a shadow: the drafter is too costly to
@@ -170,13 +163,7 @@ class AdaptiveK:
     def update(self, k: int, drafted: int, depth: int, accepted: int) -> None:
         """After a round that drafted ``drafted`` tokens, ``depth`` levels deep (at most k), and
         accepted ``accepted`` levels."""
-        if k == 0:
-            if self.idle == self.next_shadow:  # this idle round had a shadow's slot: wait longer for the next
-                self.next_shadow += self.gap
-                self.gap = min(2 * self.gap, SHADOW_BACKOFF * self.shadow_every)
-            self.idle += 1
-        else:
-            self.idle, self.next_shadow, self.gap = 0, 0, self.shadow_every
+        self.idle = self.idle + 1 if k == 0 else 0
         if depth == 0:
             return
         self._last = None

@@ -4,7 +4,7 @@ with K auto stays exact (greedy equals the baseline for every drafter)."""
 import pytest
 import torch
 
-from specviz.adaptive import MIN_GAIN, SHADOW_BACKOFF, AdaptiveK, expected_tokens, rates, round_cost, verify_cost
+from specviz.adaptive import MIN_GAIN, AdaptiveK, expected_tokens, rates, round_cost, verify_cost
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import IDLE_FOR_GOOD, Generation, Settings
@@ -70,26 +70,6 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     for _ in range(40):  # the text turns predictable: each idle round's one-level draft would be accepted
         a.observe(0.95)
     assert a.alpha > 0.85 and a.choose(12).k >= 4
-
-
-def test_shadows_grow_rarer_while_they_say_do_not_draft_and_come_back_after_a_draft():
-    a = learnt(0.1)  # a cheap drafter that does not pay: K = 0 every round
-    slots = []
-    for idle in range(200):
-        if a.shadow_due():
-            slots.append(idle)
-        a.update(0, 0, 0, 0)
-    e = a.shadow_every
-    gaps = [b - x for x, b in zip(slots, slots[1:], strict=False)]
-    assert slots[0] == 0 and gaps[:4] == [e, 2 * e, 4 * e, 8 * e]  # doubling ...
-    assert set(gaps[4:]) == {SHADOW_BACKOFF * e}  # ... up to SHADOW_BACKOFF times the first gap
-    assert len(slots) < 200 / e / 3  # far fewer shadows than one every e idle rounds
-    a.update(2, 2, 2, 1)  # a round that drafted: the short gap is back
-    due = []
-    for _ in range(2 * e + 1):
-        due.append(a.shadow_due())
-        a.update(0, 0, 0, 0)
-    assert [i for i, d in enumerate(due) if d] == [0, e]
 
 
 def test_a_drafter_too_costly_to_shadow_that_chose_k_0_never_drafts():

@@ -32,18 +32,13 @@ def test_every_run_sends_the_sidebar_its_values(app_url):
             session, shown = WireSession(ws, query, "step"), []
             for _ in range(2):
                 await session.rerun()
-                widgets = {
-                    e.WhichOneof("type"): e for e in session.elements if e.WhichOneof("type") in ("text_area", "slider")
-                }
-                shown.append(
-                    (
-                        widgets["text_area"].text_area,
-                        [e.slider for e in session.elements if e.WhichOneof("type") == "slider"],
-                    )
-                )
+                prompt = next(e.text_area for e in session.elements if e.WhichOneof("type") == "text_area")
+                sliders = [e.slider for e in session.elements if e.WhichOneof("type") == "slider"]
+                shown.append((prompt, next(s for s in sliders if s.label.startswith("K "))))
             return shown
 
-    for text_area, sliders in class_size.run_async(two_runs()):
-        assert text_area.set_value and text_area.value == query["prompt"]
-        k = next(s for s in sliders if s.label.startswith("K "))
+    runs = class_size.run_async(two_runs())
+    assert len(runs) == 2
+    for prompt, k in runs:
+        assert prompt.set_value and prompt.value == query["prompt"]
         assert k.set_value and list(k.value) == [3]

@@ -17,7 +17,7 @@ measured from past rounds; c the drafter's cost per token), and verifying N = 1 
 costs v(N), the measured cost of one round whose target pass covers N tokens. K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
-walk over more positions).
+walk over more positions); ``MIN_GAIN_UNSHADOWED`` for a drafter too costly to shadow.
 
 A K = 0 round still learns, almost for free: the target's pass gives p for the next token anyway, so
 a cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
@@ -25,9 +25,12 @@ drafter whose every call costs more, so shadows, their scoring included, stay wi
 ``SHADOW_BUDGET``), proposes one level that is scored but never verified,
 by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
 observation is a fractional trial, so alpha follows the text while drafting does not pay. An
-expensive drafter (the neural draft) is not consulted while idle: it would have to catch up on
-every token it missed. If K = 0 is its choice from the start, it never drafts at all, and the
-engine keeps nothing ready for it (``never_drafts``): its rounds cost what plain decoding's do.
+expensive drafter (the neural draft, an EAGLE head) is not consulted while idle: it would have to
+catch up on every token it missed. So it can only learn alpha by drafting, and it starts
+optimistic (``OPTIMISTIC``: as if its last rounds had accepted 90% of 5 levels, pseudo-trials that
+decay as real ones do): its first rounds draft, and within a few rounds its own acceptance decides.
+Once K = 0 wins on what it measured, it never drafts again, and the engine stops keeping it
+ready (``never_drafts``): its rounds then cost what plain decoding's do.
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.
@@ -48,9 +51,18 @@ SHADOW_BUDGET = 0.02
 # right after the target pass has flushed the CPU's caches) and a slower next pass. Measured in idle rounds
 # of a 1-thread run: +60-110 us over a ~1250 us round even for a look-up drafter (draft call ~5 us).
 SHADOW_SCORE = 0.06
+# (successes, trials) a drafter too costly to shadow starts with (see the docstring). Optimistic enough
+# that a drafter whose acceptance could pay gets to show it; an idle-for-good drafter spent ~3-5
+# rounds finding out (its first draft rejected: alpha 0.79 -> 0.66 -> 0.56 -> K = 0 at c = 0.3).
+OPTIMISTIC = (8.0, 8.5)
 # Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
 # at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
 MIN_GAIN = 1.15
+# ... 8% for a drafter too costly to shadow. The 15% guards against drafting on the strength of a few
+# lucky one-level shadows; such a drafter has none: it drafts every round until K = 0 wins, once. What
+# is left is the model's error: for the neural draft at fixed K = 1-3 it predicted 1.05-1.11x and the
+# bench measured 1.06-1.12x (5 presets, 128 tokens, 2026-11-23).
+MIN_GAIN_UNSHADOWED = 1.08
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
 # forward, softmax), for this project's target on this 2-core CPU with 1 thread: 1.20 at N = 2,
@@ -77,6 +89,7 @@ class Choice:
     per_level: float  # drafted tokens per depth level (1 for chains)
     draft_cost: float  # c, per drafted token, in target forwards
     k_max: int  # the largest K it could choose this round
+    min_gain: float = MIN_GAIN  # the least tokens per cost, over K = 0's, that drafting must promise
 
     def candidates(self) -> list[dict]:
         """Per K weighed: expected tokens, cost and their ratio (recomputed for display)."""
@@ -112,7 +125,9 @@ class AdaptiveK:
         self.c = draft_cost
         shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
-        self.successes, self.trials = 0.0, 0.0
+        shadowed = draft_cost <= SHADOW_COST
+        self.min_gain = MIN_GAIN if shadowed else MIN_GAIN_UNSHADOWED
+        self.successes, self.trials = (0.0, 0.0) if shadowed else OPTIMISTIC
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
@@ -140,7 +155,7 @@ class AdaptiveK:
         alpha, n = self.alpha, self.per_level
         r = rates(alpha, n, self.c, k_max, early_stop=True)
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+        return Choice(best if r[best] >= self.min_gain else 0, alpha, n, self.c, k_max, self.min_gain)
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
@@ -150,8 +165,8 @@ class AdaptiveK:
         """Whether no round from now on can draft, not even a shadow: the drafter is too costly to
         shadow, and K = 0 wins even at the deepest K allowed. Only a round that drafts (or a shadow)
         changes what was learnt, and a smaller limit only drops candidates (the rates up to it are a
-        prefix of the same list), so K = 0 wins every later round too: the engine may stop keeping
-        the drafter ready (its features, its updates)."""
+        prefix of the same list), so K = 0 wins every later round too: once true it stays true, and
+        the engine may stop keeping the drafter ready (its features, its updates)."""
         return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 
     def observe(self, acceptance: float) -> None:

@@ -47,17 +47,61 @@ class LeanWeights:
     def __init__(self, model: GPT):
         t = model.transformer
         c = lambda p: p.detach().clone().contiguous()  # noqa: E731
-        ct = lambda lin: lin.weight.detach().t().contiguous()  # noqa: E731 (out, in) -> (in, out)
         self.wte, self.wpe = c(t.wte.weight), c(t.wpe.weight)  # (V, C), (block_size, C)
-        self.layers = [
-            (c(b.ln_1.weight), c(b.ln_1.bias), ct(b.attn.c_attn), c(b.attn.c_attn.bias),
-             ct(b.attn.c_proj), c(b.attn.c_proj.bias), c(b.ln_2.weight), c(b.ln_2.bias),
-             ct(b.mlp.c_fc), c(b.mlp.c_fc.bias), ct(b.mlp.c_proj), c(b.mlp.c_proj.bias))
-            for b in t.h
-        ]  # fmt: skip
+        self.layers = [block_weights(b) for b in t.h]
         self.ln_f = (c(t.ln_f.weight), c(t.ln_f.bias))
-        self.lm_head_t = ct(model.lm_head)  # (C, V)
+        self.lm_head_t = linear_t(model.lm_head)  # (C, V)
         self.versions = _versions(model)
+
+
+def linear_t(lin) -> torch.Tensor:
+    """An nn.Linear's weight as addmm wants it, a copy: (out, in) -> (in, out), contiguous."""
+    return lin.weight.detach().t().contiguous()
+
+
+def block_weights(b) -> tuple:
+    """One GPT Block's weights for ``lean_block``, copied (the target's blocks, and the EAGLE head's)."""
+    c = lambda p: p.detach().clone().contiguous()  # noqa: E731
+    return (c(b.ln_1.weight), c(b.ln_1.bias), linear_t(b.attn.c_attn), c(b.attn.c_attn.bias),
+            linear_t(b.attn.c_proj), c(b.attn.c_proj.bias), c(b.ln_2.weight), c(b.ln_2.bias),
+            linear_t(b.mlp.c_fc), c(b.mlp.c_fc.bias), linear_t(b.mlp.c_proj), c(b.mlp.c_proj.bias))  # fmt: skip
+
+
+def attn_bias(P: int, new: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The additive attention mask of a pass whose rows see the first P cache entries and, among the
+    rest, where ``new`` (T, S+T) bool is True: 0 there, -inf elsewhere. Built once per pass and added
+    by the score matmul itself (baddbmm), it gives the same scores as masked_fill on each layer's
+    (q @ k^T) * scale, bit for bit, in fewer ops. -> (T, P+S+T)"""
+    bias = torch.zeros(new.size(0), P + new.size(1), dtype=dtype)
+    bias[:, P:].masked_fill_(~new, float("-inf"))
+    return bias
+
+
+def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: int, bias, n_head: int) -> torch.Tensor:
+    """One GPT Block over x (T, C), without nn.Module calls: its keys and values are written into
+    K, V (nh, capacity, hs) at entries P..P+T-1, and it attends to entries 0..P+T-1 as ``bias``
+    (attn_bias, (T, P+T)) allows; None: causal for a prefill (P = 0), all of them for one token.
+    -> (T, C) the residual stream after the block"""
+    ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b = w
+    T, C = x.shape
+    hs = C // n_head
+    qkv = torch.addmm(attn_b, F.layer_norm(x, (C,), ln1_w, ln1_b), attn_w)  # (T, 3C)
+    q, k, v = qkv.view(T, 3, n_head, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
+    K[:, P : P + T] = k
+    V[:, P : P + T] = v
+    keys, values = K[:, : P + T], V[:, : P + T]  # (nh, P+T, hs)
+    if T > 1 and P == 0 and bias is None:  # a prefill: the fused causal kernel
+        y = F.scaled_dot_product_attention(q, keys, values, is_causal=True)  # (nh, T, hs)
+    else:
+        scale = 1.0 / math.sqrt(hs)
+        if bias is None:  # one token: it sees every entry
+            att = torch.bmm(q, keys.transpose(1, 2)).mul_(scale)  # (nh, T, P+T)
+        else:  # scale * (q @ k^T) + bias in one kernel
+            att = torch.baddbmm(bias, q, keys.transpose(1, 2), alpha=scale)  # (nh, T, P+T)
+        y = torch.bmm(att.softmax(-1), values)  # (nh, T, hs)
+    x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
+    h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
+    return x + torch.addmm(fc2_b, h, fc2_w)
 
 
 def _versions(model: GPT) -> tuple:
@@ -82,7 +126,6 @@ class CachedModel:
         self.w = lean_weights(model)
         self.block_size = cfg.block_size
         self.n_head, self.hs, self.n_embd = cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_embd
-        self.scale = 1.0 / math.sqrt(self.hs)
         self.dtype = self.w.wte.dtype
         self.device = self.w.wte.device
         self._alloc(cfg.block_size + 64)  # the cache plus a round's root and drafts; grows if a tree is larger
@@ -116,6 +159,10 @@ class CachedModel:
         self.feature_layers = tuple(layers)
         self._alloc(self.capacity)
 
+    def stop_capture(self) -> None:
+        """Stop writing features (their reader will not draft again); the keys and values are untouched."""
+        self.feature_layers = ()
+
     def features(self, start: int, stop: int) -> torch.Tensor:
         """The captured features of cache entries start..stop-1. -> (F, stop - start, C), a view"""
         return self.feats[:, start:stop]
@@ -139,12 +186,12 @@ class CachedModel:
         bool among the new tokens, True = may attend (None: causal); every new token sees the whole
         cache. -> (T, V) logits, or None."""
         T, P = len(tokens), self.length
-        mask = None
+        bias = None
         if T > 1 and P > 0 or tree_mask is not None:
             new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
-            mask = torch.cat([torch.ones(T, P, dtype=torch.bool), new], dim=1)  # (T, P+T)
+            bias = attn_bias(P, new, self.dtype)  # (T, P+T)
         self._new = 0
-        return self._run(tokens, positions, mask, logits)
+        return self._run(tokens, positions, bias, logits)
 
     def extend(self, tokens: list[int], positions: list[int], scratch_mask: torch.Tensor, logits: bool = True):
         """Run ``tokens`` after the scratch of the forward (and extends) since the last ``keep``:
@@ -153,17 +200,16 @@ class CachedModel:
         cache. The new entries join the scratch (``keep`` indexes all of it). -> (T, V) logits, or None."""
         T, S = len(tokens), self._new
         assert scratch_mask.shape == (T, S + T), "the mask covers the scratch and the new tokens"
-        mask = torch.cat([torch.ones(T, self.length, dtype=torch.bool), scratch_mask], dim=1)  # (T, P+S+T)
-        return self._run(tokens, positions, mask, logits)
+        return self._run(tokens, positions, attn_bias(self.length, scratch_mask, self.dtype), logits)  # bias (T, P+S+T)
 
     @torch.no_grad()
-    def _run(self, tokens: list[int], positions: list[int], mask: torch.Tensor | None, logits: bool):
+    def _run(self, tokens: list[int], positions: list[int], bias: torch.Tensor | None, logits: bool):
         """The lean pass: writes keys and values after the committed entries and the scratch.
-        mask: (T, P+S+T) bool, or None for a causal prefill or a single token."""
+        bias: (T, P+S+T) additive mask (attn_bias), or None for a causal prefill or a single token."""
         T = len(tokens)
         P = self.length + self._new  # where the new entries go: after the cache and the scratch
         self.reserve(P + T)
-        x = self.blocks(self.embed(tokens, positions), P, mask)  # (T, C)
+        x = self.blocks(self.embed(tokens, positions), P, bias)  # (T, C)
         self._new += T
         if not logits:
             return None
@@ -184,34 +230,17 @@ class CachedModel:
         pos = torch.tensor(positions, device=self.device)
         return self.w.wte[idx] + self.w.wpe[pos]  # (T, C)
 
-    def blocks(self, x: torch.Tensor, P: int, mask=None, n_layers: int | None = None) -> torch.Tensor:
+    def blocks(self, x: torch.Tensor, P: int, bias=None, n_layers: int | None = None) -> torch.Tensor:
         """The first ``n_layers`` transformer blocks (all by default) over x (T, C): the new keys and
-        values are written at cache entries P..P+T-1 and attend to entries 0..P-1 (plus ``mask``,
-        (T, P+T) bool, among themselves; None: causal for a prefill, or one token seeing all).
+        values are written at cache entries P..P+T-1 and attend to entries 0..P-1 (and, among
+        themselves, as ``bias`` allows: (T, P+T) from attn_bias; None: causal for a prefill, or one
+        token seeing all).
         Shared by the full forward and the layer-skip draft (specviz/drafters/layer_skip.py),
         which runs the first layers only. -> (T, C) the residual stream after the last block run"""
-        T, C, nh, hs = x.size(0), self.n_embd, self.n_head, self.hs
-        for layer, (
-            (ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b),
-            (K, V),
-        ) in enumerate(zip(self.w.layers[:n_layers], self.kv[:n_layers], strict=True)):
-            qkv = torch.addmm(attn_b, F.layer_norm(x, (C,), ln1_w, ln1_b), attn_w)  # (T, 3C)
-            q, k, v = qkv.view(T, 3, nh, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
-            K[:, P : P + T] = k
-            V[:, P : P + T] = v
-            keys, values = K[:, : P + T], V[:, : P + T]  # (nh, P+T, hs)
-            if T > 1 and P == 0 and mask is None:  # a prefill: the fused causal kernel
-                y = F.scaled_dot_product_attention(q, keys, values, is_causal=True)  # (nh, T, hs)
-            else:
-                att = (q @ keys.transpose(1, 2)) * self.scale  # (nh, T, P+T)
-                if mask is not None:
-                    att = att.masked_fill(~mask, float("-inf"))
-                y = att.softmax(-1) @ values  # (nh, T, hs)
-            x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
-            h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
-            x = x + torch.addmm(fc2_b, h, fc2_w)
+        for layer, (w, (K, V)) in enumerate(zip(self.w.layers[:n_layers], self.kv[:n_layers], strict=True)):
+            x = lean_block(x, w, K, V, P, bias, self.n_head)  # (T, C)
             if layer in self.feature_layers:
-                self.feats[self.feature_layers.index(layer), P : P + T] = x
+                self.feats[self.feature_layers.index(layer), P : P + x.size(0)] = x
         return x
 
     def head(self, x: torch.Tensor) -> torch.Tensor:

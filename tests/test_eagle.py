@@ -9,7 +9,8 @@ import torch
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
 from specviz import cli
-from specviz.cached_model import CachedModel
+from specviz.cached_model import CachedModel, attn_bias
+from specviz.drafters.base import tree_mask
 from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.presets import PRESETS
 from specviz.sampling import probs_from_logits, scale_probs
@@ -178,3 +179,28 @@ def test_charts_from_a_real_round_and_a_measurement(target, tiny):
     fig = charts.depth_figure(measured, 0.0)
     assert [d.name for d in fig.data] == list(series) and list(fig.data[0].y) == measured["eagle3"]["rate"]
     go.Figure(fig.to_dict())
+
+
+@torch.no_grad()
+def test_the_lean_head_pass_equals_the_module(target64):
+    """HeadCache runs the head through lean_block (preallocated cache, additive mask): the same numbers
+    as EagleHead.step with its growing cache and bool mask, for context entries, a chain step and a
+    tree depth whose nodes see only their ancestors (float64)."""
+    head = load_head("eagle3", target64)
+    context = target64.tokenizer.encode(TEXT)
+    cache = HeadCache(head, CachedModel(target64.model))
+    root_h, _ = cache.prepare(context)
+    feats = target64.model.features(torch.tensor([context[:-1]]), head.config.layers)
+    h, kv = head.step(head.fused(feats), torch.tensor([context[1:]]))  # (1, P, C)
+    assert torch.allclose(root_h, h[0, -1:], atol=1e-12)
+    P = cache.n
+    # Two children of the root (tokens 5, 9), then one grandchild under the second (token 7).
+    kids = cache.step(torch.cat([root_h, root_h]), [5, 9], P, attn_bias(P - 1, tree_mask([-1, -1])[1:], torch.float64))
+    grand = cache.step(kids[1:], [7], P + 2, attn_bias(P - 1, tree_mask([-1, -1, 1])[3:], torch.float64))
+    ref_kids, kv2 = head.step(h[:, -1:].expand(1, 2, -1), torch.tensor([[5, 9]]), kv,
+                              torch.cat([torch.ones(2, P - 1, dtype=torch.bool), tree_mask([-1, -1])[1:]], 1))  # fmt: skip
+    ref_grand, _ = head.step(ref_kids[:, 1:], torch.tensor([[7]]), kv2,
+                             torch.cat([torch.ones(1, P - 1, dtype=torch.bool), tree_mask([-1, -1, 1])[3:]], 1))  # fmt: skip
+    assert torch.allclose(kids, ref_kids[0], atol=1e-12) and torch.allclose(grand, ref_grand[0], atol=1e-12)
+    assert torch.allclose(cache.lean.logits(grand), head.logits(ref_grand[0]), atol=1e-12)
+    assert not torch.allclose(kids[0], kids[1])  # the siblings differ: each saw only its own token

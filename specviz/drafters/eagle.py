@@ -26,21 +26,23 @@ feature (the verify pass computes that one; EAGLE's one-position shift).
 q is the temperature-scaled head distribution each token was drawn from (one-hot argmax at T = 0),
 so verification stays lossless whatever the head predicts.
 
-draft_cost (target-forward units per drafted token): ~0.5, measured two ways on this project's 2-core CPU
-while other jobs ran (load average 5-7, so timings are rough): bench-style runs (specviz.bench.run_bench,
-the three QUICK presets, 64 new tokens, K = 4, 3 repeats) gave draft c 0.46 (eagle1) and 0.84 (eagle3)
-at T = 0, 0.76 and 0.72 at T = 0.8, where the first round's prefill (done by the drafter) counts as
-drafting; cProfile of 20 eagle3 rounds gave 2.7 ms per head step against 11 ms per 5-token verify pass.
-A head step is one block plus fc and the target's lm_head, through nn.Module calls (the target's lean
-pass is not reused: the head is not a GPT).
+The head runs through the target's lean pass (cached_model.lean_block, a preallocated cache written
+in place; LeanHead), pinned to the EagleHead module by tests/test_eagle.py (float64, 1e-12).
+
+draft_cost (target-forward units per drafted token): 0.5. A head step (fc, one block, the target's
+lm_head) is ~0.27 of a one-token target pass alone (260 vs 960 us); the bench's draft c, which also
+counts sampling, the notes and feeding last round's entries, was 0.65-0.69 at K = 1, 0.54-0.57 at K = 2
+and 0.49-0.52 at K = 3 for eagle3 (5 presets, 128 tokens, 1 thread, 2026-11-23). At this cost a head
+that accepts ~0.8 per level earns ~1.08x (eagle3, K = 2, T = 0); at T = 0.8 it does not pay.
 """
 
 import weakref
 
 import torch
+from torch.nn import functional as F
 
 from models.eagle import EagleHead, load_head
-from specviz.cached_model import CachedModel, window_start
+from specviz.cached_model import CachedModel, attn_bias, block_weights, lean_block, linear_t, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
 from specviz.sampling import probs_from_logits
 
@@ -69,46 +71,100 @@ def rounded(row: torch.Tensor) -> list[float]:
     return [round(v, 3) for v in row[:FEATURE_DIMS].tolist()]
 
 
+class LeanHead:
+    """An EagleHead's weights laid out for the lean pass (specviz/cached_model.py): its block through
+    lean_block, its fc and fuse through addmm, the target's frozen wte, ln_f and lm_head from the
+    target's own lean weights. Copies: the head module stays the readable reference
+    (tests/test_eagle.py pins the two together)."""
+
+    def __init__(self, head: EagleHead):
+        self.head, self.config = head, head.config
+        self.block = block_weights(head.h)
+        self.fc = (head.fc.bias.detach().clone(), linear_t(head.fc))  # (C,), (2C, C)
+        self.fuse = (head.fuse.bias.detach().clone(), linear_t(head.fuse)) if head.config.variant == 3 else None
+        wte, ln_w, ln_b, lm_head = head.frozen  # the target's, frozen (EagleHead.attach)
+        self.wte, self.ln_f, self.lm_head_t = wte, (ln_w, ln_b), lm_head.t().contiguous()  # (V, C), (C,) x 2, (C, V)
+
+    def fused(self, feats: torch.Tensor) -> torch.Tensor:
+        """g from the target's features (F, T, C): the top one (EAGLE-1) or their fusion. -> (T, C)"""
+        if self.fuse is None:
+            return feats[-1]
+        return torch.addmm(self.fuse[0], torch.cat(list(feats), dim=-1), self.fuse[1])
+
+    def step(self, g: torch.Tensor, tokens: list[int], kv: tuple, at: int, bias=None) -> torch.Tensor:
+        """One head pass: entries reading (g (T, C), tokens) written into kv at at..at+T-1, attending
+        as lean_block does. -> (T, C) their output states"""
+        x = torch.addmm(self.fc[0], torch.cat([g, self.wte[tokens]], dim=-1), self.fc[1])  # (T, C)
+        return lean_block(x, self.block, *kv, at, bias, self.config.n_head)
+
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(h, (h.size(-1),), *self.ln_f) @ self.lm_head_t  # (..., V)
+
+
+_LEAN: "weakref.WeakKeyDictionary[EagleHead, LeanHead]" = weakref.WeakKeyDictionary()
+
+
+def lean_head(head: EagleHead) -> LeanHead:
+    """One LeanHead per (read-only) head."""
+    if head not in _LEAN:
+        _LEAN[head] = LeanHead(head)
+    return _LEAN[head]
+
+
 class HeadCache:
-    """The head's KV cache over the context, kept in step with the target's cache."""
+    """The head's KV cache over the context, kept in step with the target's cache: preallocated and
+    written in place, as the target's. Entries 0..n-1 are the context's (true features); a draft
+    writes its steps after them, as scratch that the next round's entries overwrite."""
 
     def __init__(self, head: EagleHead, target: CachedModel):
-        self.head, self.target = head, target
+        self.head, self.lean, self.target = head, lean_head(head), target
         target.capture(head.config.layers)
-        self.kv = None  # the block's (k, v), each (1, nh, n, hs), true-feature entries only
+        self.kv = self._alloc(target.block_size + 64)  # (k, v), each (nh, capacity, hs)
         self.start, self.n = 0, 0
-        self.last = None  # the head's state at its last entry (the one that drafts after the root)
+        self.last = None  # the head's state at its last entry (the one that drafts after the root), (1, C)
         self.fed = 0  # entries fed through the head, all rounds (tests: the context is fed once)
 
+    def _alloc(self, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
+        t = self.target
+        return tuple(torch.empty(t.n_head, capacity, t.hs, dtype=t.dtype) for _ in range(2))
+
+    def step(self, g: torch.Tensor, tokens: list[int], at: int, bias=None) -> torch.Tensor:
+        """LeanHead.step on this cache, grown first if entries at..at+T-1 would not fit. -> (T, C)"""
+        if self.kv[0].size(1) < at + len(tokens):
+            old, self.kv = self.kv, self._alloc(2 * (at + len(tokens)))
+            for new, was in zip(self.kv, old, strict=True):
+                new[:, : was.size(1)] = was
+        return self.lean.step(g, tokens, self.kv, at, bias)
+
     @torch.no_grad()
-    def prepare(self, context: list[int]) -> tuple[torch.Tensor, tuple, dict] | None:
-        """Feed the entries the target committed since the last round. -> (h (1, 1, C) the state that
-        drafts the token after the root, the head's kv, notes), or None with no entry to read."""
+    def prepare(self, context: list[int]) -> tuple[torch.Tensor, dict] | None:
+        """Feed the entries the target committed since the last round. -> (h (1, C) the state that
+        drafts the token after the root, notes), or None with no entry to read."""
         t = self.target
         if t.start != window_start(len(context), t.block_size):
             return None  # a window jump: the verify pass re-prefills the cache and its features, read next round
         moved = t.sync(context)  # round 0: the verify pass's own prefill, done now
         if t.start != self.start:
-            self.kv, self.n, self.start = None, 0, t.start
+            self.n, self.start = 0, t.start
         P, n = t.length, self.n
         if P == 0:
             return None
         if n == P:  # asked again for the same context (adaptive K's shadow draft): nothing new to feed
-            return self.last, self.kv, {"entries_fed": 0, "entries_cached": P, "reprefill": moved, "width": self.last.size(-1),
-                                        "layers": list(self.head.config.layers), "feature_rows": []}  # fmt: skip
-        feats = t.features(n, P)[:, None]  # (F, 1, P - n, C), entries n..P-1
-        tokens = torch.tensor(context[t.start + n + 1 : t.start + P + 1])[None]  # (1, P - n) ends with the root
+            return self.last, {"entries_fed": 0, "entries_cached": P, "reprefill": moved, "width": self.last.size(-1),
+                               "layers": list(self.head.config.layers), "feature_rows": []}  # fmt: skip
         T = P - n
-        mask = torch.ones(T, n + T, dtype=torch.bool).tril(n) if n and T > 1 else None  # causal after the past
-        g = self.head.fused(feats)  # (1, T, C)
-        h, self.kv = self.head.step(g, tokens, self.kv, mask)  # (1, T, C)
-        self.n, self.fed, self.last = P, self.fed + T, h[:, -1:]
+        tokens = context[t.start + n + 1 : t.start + P + 1]  # (T,) ends with the root
+        causal = torch.ones(T, T, dtype=torch.bool).tril()
+        bias = attn_bias(n, causal, t.dtype) if n and T > 1 else None  # causal after the past (None: one entry, or all)
+        g = self.lean.fused(t.features(n, P))  # (T, C) from entries n..P-1
+        h = self.step(g, tokens, n, bias)  # (T, C)
+        self.n, self.fed, self.last = P, self.fed + T, h[-1:]
         first = max(0, T - FEATURE_ROWS)
         notes = {"entries_fed": T, "entries_cached": P, "reprefill": moved, "layers": list(self.head.config.layers),
                  "width": g.size(-1),
-                 "feature_rows": [{"entry": n + i, "token": context[t.start + n + i + 1], "values": rounded(g[0, i])}
+                 "feature_rows": [{"entry": n + i, "token": context[t.start + n + i + 1], "values": rounded(g[i])}
                                   for i in range(first, T)]}  # fmt: skip
-        return self.last, self.kv, notes
+        return self.last, notes
 
 
 class EagleDrafter(Drafter):
@@ -124,19 +180,17 @@ class EagleDrafter(Drafter):
         ready = self.cache.prepare(context) if k > 0 else None
         if ready is None:
             return chain([], notes={"head": self.name, "skipped": SKIPPED})
-        h, kv, notes = ready
-        state = {"h": h, "kv": kv, "steps": 0}
+        h, notes = ready
+        state = {"h": h, "steps": 0}
 
         @torch.no_grad()
         def next_dist(seq):
-            if state["steps"]:  # step j >= 1: the head's own state and the token it drew
-                token = torch.tensor([[seq[-1]]])
-                state["h"], state["kv"] = self.head.step(state["h"], token, state["kv"])
-                notes["feature_rows"].append(
-                    {"step": state["steps"], "token": seq[-1], "values": rounded(state["h"][0, 0])}
-                )
+            if state["steps"]:  # step j >= 1: the head's own state and the token it drew, as scratch
+                state["h"] = self.cache.step(state["h"], [seq[-1]], self.cache.n + state["steps"] - 1)  # (1, C)
+                row = {"step": state["steps"], "token": seq[-1], "values": rounded(state["h"][0])}
+                notes["feature_rows"].append(row)
             state["steps"] += 1
-            probs = probs_from_logits(self.head.logits(state["h"][0, 0]), 1.0)  # untempered: sample_chain scales
+            probs = probs_from_logits(self.cache.lean.logits(state["h"][0]), 1.0)  # untempered: sample_chain scales
             return probs, {}
 
         draft = sample_chain(next_dist, context, k, temperature, gen)

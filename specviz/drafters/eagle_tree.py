@@ -13,7 +13,7 @@ the root's column being the head's last context entry. One head pass per depth.
 import torch
 
 from models.eagle import EagleHead
-from specviz.cached_model import CachedModel
+from specviz.cached_model import CachedModel, attn_bias
 from specviz.drafters.base import chain, tree_mask
 from specviz.drafters.eagle import DRAFT_COST, SKIPPED, HeadCache
 from specviz.drafters.neural_tree import CHILDREN, NeuralTreeDrafter
@@ -36,19 +36,19 @@ class EagleTreeDrafter(NeuralTreeDrafter):
         ready = self.cache.prepare(context) if k > 0 else None
         if ready is None:
             return chain([], notes={"head": "eagle3", "skipped": SKIPPED})
-        root_h, kv, notes = ready
+        root_h, notes = ready
         P = self.cache.n  # the head's context entries; entry P-1 is the root's column
         states = []  # output state (1, C) per node run, in run order
-        scratch = {"kv": kv}
 
         def expand(tokens, depth, ran_parents):
-            F = len(tokens)
-            g = torch.cat([root_h[0] if p < 0 else states[p] for p in ran_parents[-F:]])[None]  # (1, F, C)
-            mask = torch.cat([torch.ones(F, P - 1, dtype=torch.bool), tree_mask(ran_parents)[-F:]], dim=1)
-            h, scratch["kv"] = self.head.step(g, torch.tensor(tokens)[None], scratch["kv"], mask)  # (1, F, C)
-            states.extend(h[0, i : i + 1] for i in range(F))
-            return self.head.logits(h[0])  # (F, V)
+            F, R = len(tokens), len(ran_parents)  # new nodes; nodes run, these included
+            g = torch.cat([root_h if p < 0 else states[p] for p in ran_parents[-F:]])  # (F, C)
+            # The context entries (the root's is tree_mask's column 0), the nodes run before, the new ones.
+            bias = attn_bias(P - 1, tree_mask(ran_parents)[-F:], g.dtype)  # (F, P + R)
+            h = self.cache.step(g, tokens, P + R - F, bias)  # (F, C)
+            states.extend(h[i : i + 1] for i in range(F))
+            return self.cache.lean.logits(h)  # (F, V)
 
-        draft = self.grow(self.head.logits(root_h[0]), k, temperature, gen, expand)
+        draft = self.grow(self.cache.lean.logits(root_h), k, temperature, gen, expand)
         draft.notes |= {"head": "eagle3", **notes}
         return draft

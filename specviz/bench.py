@@ -30,7 +30,10 @@ Two suites, told apart by the row's ``suite``:
 How far from 1.00 must a speedup be to be real? In each repeat the baseline runs once more for
 every prompt, after every other run, and the main suite's baseline rows report that second run's
 speedup over the first (``aa_speedup``, an A/A test: the same work twice). A drafter whose
-speedup is as close to 1 as that cannot be told from the baseline.
+speedup is as close to 1 as that cannot be told from the baseline. Each main-suite row also says
+so itself (``verdict``): its runs are paired with the baseline's (same repeat, same prompt), and a
+two-sided sign test over the pairs (``verdict_p``) calls it faster or slower below p = 0.01, a tie
+otherwise. The baseline's own row pairs its two runs: the A/A test's verdict, which should be a tie.
 
 Rows are plain dicts (``BenchRow`` fields); ``rows_to_jsonl`` / ``rows_from_jsonl`` are the
 file format the CLI writes and the app's Drafter shoot-out page reads.
@@ -98,6 +101,10 @@ class BenchRow:
     # Main-suite baseline rows: its second run in each repeat over its first (median), the A/A "speedup"
     # that noise alone gives (module docstring); None on every other row.
     aa_speedup: float | None = None
+    # Main suite: "faster", "slower" or "tie" against the baseline, from a sign test over the paired runs
+    # (module docstring; the baseline's row: its A/A pairs), and that test's two-sided p-value.
+    verdict: str | None = None
+    verdict_p: float | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -107,7 +114,8 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
-            "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None}  # fmt: skip
+            "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
+            "verdict": None, "verdict_p": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -199,6 +207,28 @@ def aa_speedup(first, second) -> float:
     over the prompts (lists over repeats of lists over prompts of _Run); median over repeats."""
     return statistics.median(sum(r.seconds for r in a) / sum(r.seconds for r in b)
                              for a, b in zip(first, second, strict=True))  # fmt: skip
+
+
+VERDICT_P = 0.01  # a row is called faster or slower only below this two-sided p-value
+
+
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided sign test: how often a fair coin splits wins + losses trials at least this unevenly."""
+    n, k = wins + losses, max(wins, losses)
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k, n + 1)) / 2**n)
+
+
+def verdict(base, runs) -> tuple[str, float]:
+    """Faster, slower or a tie against the baseline: each run paired with the baseline's on the same
+    prompt in the same repeat (lists over repeats of lists over prompts of _Run). -> (verdict, p)"""
+    pairs = [
+        (b.seconds, r.seconds) for b_rep, rep in zip(base, runs, strict=True) for b, r in zip(b_rep, rep, strict=True)
+    ]
+    faster, slower = sum(r < b for b, r in pairs), sum(r > b for b, r in pairs)
+    p = sign_test(faster, slower)
+    return ("tie" if p >= VERDICT_P else "faster" if faster > slower else "slower"), p
 
 
 def _one_round(target, tiny, prompt, drafter) -> Generation:
@@ -347,8 +377,13 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     memory = {d: drafter_megabytes(_one_round(target, tiny, ids[0], d)) for d in drafters}
     rows = _rows(main, "specviz", "main", ("specviz", base), ours, memory, new_tokens=max_new_tokens, **common)
     for row in rows:
+        T = row["temperature"]
+        first = main[("specviz", base, T)]
+        runs = main[("specviz", (row["drafter"], row["k"], row["k_auto"], row["verification"]), T)]
         if row["drafter"] == BASELINE:
-            row["aa_speedup"] = aa_speedup(main[("specviz", base, row["temperature"])], again[row["temperature"]])
+            row["aa_speedup"] = aa_speedup(first, again[T])
+            runs = again[T]  # the A/A pairs
+        row["verdict"], row["verdict_p"] = verdict(first, runs)
     if hf:
         import transformers as tf
 
@@ -392,7 +427,9 @@ baseline's. verify: the verification rule. τ tok, τ block: block rows only, on
 drafts, 1 + the mean expected accepted tokens per round under token-wise and block verification.
 τ trav: traversal rows (tree drafters), the same under traversal verification (and τ tok beside it).
 A/A: baseline rows, the baseline timed again in each repeat, its speedup over the first run
-(median): a speedup no further from 1.00 than that is noise."""
+(median): a speedup no further from 1.00 than that is noise. vs base: faster, slower or tie, by a
+sign test (p < 0.01) over the runs paired with the baseline's (same repeat and prompt); the
+baseline's row: its A/A pairs."""
 
 NOTES = (
     NOTES_NO_HF
@@ -414,6 +451,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("tok/s", "tokens_per_s", "{:.0f}"),
     ("speedup", "speedup", "{:.2f}x"),
     ("A/A", "aa_speedup", "{:.3f}x"),
+    ("vs base", "verdict", "{}"),
     ("of ideal", "fraction_of_ideal", "{:.0%}"),
     ("draft c", "draft_cost", "{:.3f}"),
     ("verify v", "verify_cost", "{:.2f}"),

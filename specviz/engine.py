@@ -30,7 +30,7 @@ from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_veri
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
 SEED_MAX = 2**63 - 1
 IDLE = "chose K = 0: the drafter was not asked"
-IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so nothing new is learnt): "
+IDLE_FOR_GOOD = ("chose K = 0, as it will every round from now on (too costly to shadow, so nothing new is learnt): "
                  "the drafter is neither asked nor updated, and the target keeps no features for it")  # fmt: skip
 
 

@@ -11,7 +11,17 @@ from pathlib import Path
 import pytest
 
 from specviz.adaptive import AUTO_K_MAX
-from specviz.bench import BenchRow, format_table, rows_from_jsonl, rows_to_jsonl, run_bench
+from specviz.bench import (
+    VERDICT_P,
+    BenchRow,
+    _Run,
+    format_table,
+    rows_from_jsonl,
+    rows_to_jsonl,
+    run_bench,
+    sign_test,
+    verdict,
+)
 from specviz.bench_chart import bench_chart
 from specviz.cli import main
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
@@ -56,10 +66,27 @@ def test_rows_are_consistent(bench):
             assert 0 <= r["acceptance_rate"] <= 1 and r["draft_cost"] >= 0 and r["verify_cost"] > 0
         # lossless: at temperature 0 every drafter emits exactly the baseline's tokens
         assert r["same_as_baseline"] is (True if r["temperature"] == 0 else None)
+        # 2 prompts x 3 repeats = 6 pairs: a sign test cannot reach p < 0.01 on so few, so every row ties
+        assert r["verdict"] == "tie" and sign_test(6, 0) > VERDICT_P and 0 < r["verdict_p"] <= 1
     by = {(r["drafter"], r["temperature"]): r for r in rows}
     # a forward pass of the tiny model costs far more than looking up the context
     assert by[("neural", 0.0)]["draft_cost"] > 5 * by[("prompt-lookup", 0.0)]["draft_cost"]
     assert by[("neural", 0.0)]["tokens_per_forward"] > 1.5  # the tiny model's drafts do get accepted
+
+
+def test_sign_test_and_verdict():
+    assert sign_test(0, 0) == 1.0 and sign_test(5, 5) == 1.0
+    assert sign_test(10, 0) == sign_test(0, 10) == 2 / 1024
+    assert sign_test(8, 2) == pytest.approx(2 * (45 + 10 + 1) / 1024)
+
+    def runs(seconds):  # 3 repeats x 11 prompts
+        return [[_Run([], s, 1) for s in seconds[i * 11 : (i + 1) * 11]] for i in range(3)]
+
+    base = runs([1.0] * 33)
+    assert verdict(base, runs([0.9] * 33))[0] == "faster"
+    assert verdict(base, runs([1.01] * 33))[0] == "slower"  # consistently slower, however little
+    assert verdict(base, runs([0.9, 1.1] * 16 + [1.0]))[0] == "tie"  # as often faster as slower
+    assert verdict(base, runs([0.5] * 20 + [1.05] * 13))[0] == "tie"  # 20 of 33: p = 0.30
 
 
 def test_rows_round_trip_through_json_lines(bench):

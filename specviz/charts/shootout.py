@@ -12,7 +12,7 @@ from specviz.stats import expected_tokens_per_round
 
 COLUMNS = {"drafter": "drafter", "verification": "verification", "temperature": "T", "k": "K", "tokens_per_forward": "tokens / forward",
            "acceptance_rate": "acceptance α", "tokens_per_s": "tokens / s", "seconds": "wall s",
-           "speedup": "speedup", "fraction_of_ideal": "of ideal", "draft_cost": "draft cost c",
+           "speedup": "speedup", "verdict": "vs baseline (sign test)", "fraction_of_ideal": "of ideal", "draft_cost": "draft cost c",
            "same_as_baseline": "greedy = baseline"}  # fmt: skip
 
 

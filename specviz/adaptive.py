@@ -17,7 +17,7 @@ measured from past rounds; c the drafter's cost per token), and verifying N = 1 
 costs v(N), the measured cost of one round whose target pass covers N tokens. K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
-walk over more positions); ``MIN_GAIN_UNSHADOWED`` for a drafter too costly to shadow.
+walk over more positions).
 
 A K = 0 round still learns, almost for free: the target's pass gives p for the next token anyway, so
 a cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
@@ -26,11 +26,11 @@ drafter whose every call costs more, so shadows, their scoring included, stay wi
 by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
 observation is a fractional trial, so alpha follows the text while drafting does not pay. An
 expensive drafter (the neural draft, an EAGLE head) is not consulted while idle: it would have to
-catch up on every token it missed. So it can only learn alpha by drafting, and it starts
-optimistic (``OPTIMISTIC``: as if its last rounds had accepted 8 of 8.5 levels, pseudo-trials that
-decay as real ones do): its first rounds draft, and within a few rounds its own acceptance decides.
-Once K = 0 wins on what it measured, it never drafts again, and the engine stops keeping it
-ready (``never_drafts``): its rounds then cost what plain decoding's do.
+catch up on every token it missed. If K = 0 is its choice from the start, it never drafts at all,
+and the engine keeps nothing ready for it (``never_drafts``): its rounds cost what plain decoding's
+do. (An optimistic start, letting such a drafter draft a few rounds to measure its own acceptance,
+was tried and measured: it turned these ties into 1-2% losses, the first drafts' catch-up included,
+and no drafter won by it; the bench of 2026-11-23 23:40.)
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.
@@ -51,18 +51,9 @@ SHADOW_BUDGET = 0.02
 # right after the target pass has flushed the CPU's caches) and a slower next pass. Measured in idle rounds
 # of a 1-thread run: +60-110 us over a ~1250 us round even for a look-up drafter (draft call ~5 us).
 SHADOW_SCORE = 0.06
-# (successes, trials) a drafter too costly to shadow starts with (see the docstring): alpha 0.86 with the
-# prior, optimistic enough that an EAGLE head (c = 0.5) gets to draft. Real trials soon outweigh them:
-# a drafter whose first levels are all rejected reaches K = 0 in 2 rounds at c = 0.45 (tests/test_adaptive.py).
-OPTIMISTIC = (8.0, 8.5)
 # Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
 # at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
 MIN_GAIN = 1.15
-# ... 8% for a drafter too costly to shadow. The 15% guards against drafting on the strength of a few
-# lucky one-level shadows; such a drafter has none: it drafts every round until K = 0 wins, once. What
-# is left is the model's error: for the neural draft at fixed K = 1-3 it predicted 1.05-1.11x and the
-# bench measured 1.06-1.12x (5 presets, 128 tokens, 2026-11-23).
-MIN_GAIN_UNSHADOWED = 1.08
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
 # forward, softmax), for this project's target on this 2-core CPU with 1 thread, measured over the
@@ -91,7 +82,6 @@ class Choice:
     per_level: float  # drafted tokens per depth level (1 for chains)
     draft_cost: float  # c, per drafted token, in target forwards
     k_max: int  # the largest K it could choose this round
-    min_gain: float = MIN_GAIN  # the least tokens per cost, over K = 0's, that drafting must promise
 
     def candidates(self) -> list[dict]:
         """Per K weighed: expected tokens, cost and their ratio (recomputed for display)."""
@@ -101,6 +91,9 @@ class Choice:
 
 
 def round_cost(k: int, per_level: float, draft_cost: float) -> float:
+    # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
+    # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
+    # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
     return k * per_level * draft_cost + verify_cost(1 + round(k * per_level))
 
 
@@ -127,9 +120,7 @@ class AdaptiveK:
         self.c = draft_cost
         shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
-        shadowed = draft_cost <= SHADOW_COST
-        self.min_gain = MIN_GAIN if shadowed else MIN_GAIN_UNSHADOWED
-        self.successes, self.trials = (0.0, 0.0) if shadowed else OPTIMISTIC
+        self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
@@ -157,7 +148,7 @@ class AdaptiveK:
         alpha, n = self.alpha, self.per_level
         r = rates(alpha, n, self.c, k_max, early_stop=True)
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        return Choice(best if r[best] >= self.min_gain else 0, alpha, n, self.c, k_max, self.min_gain)
+        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
@@ -167,8 +158,8 @@ class AdaptiveK:
         """Whether no round from now on can draft, not even a shadow: the drafter is too costly to
         shadow, and K = 0 wins even at the deepest K allowed. Only a round that drafts (or a shadow)
         changes what was learnt, and a smaller limit only drops candidates (the rates up to it are a
-        prefix of the same list), so K = 0 wins every later round too: once true it stays true, and
-        the engine may stop keeping the drafter ready (its features, its updates)."""
+        prefix of the same list), so K = 0 wins every later round too: the engine may stop keeping
+        the drafter ready (its features, its updates)."""
         return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 
     def observe(self, acceptance: float) -> None:

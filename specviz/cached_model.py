@@ -159,10 +159,6 @@ class CachedModel:
         self.feature_layers = tuple(layers)
         self._alloc(self.capacity)
 
-    def stop_capture(self) -> None:
-        """Stop writing features (their reader will not draft again); the keys and values are untouched."""
-        self.feature_layers = ()
-
     def features(self, start: int, stop: int) -> torch.Tensor:
         """The captured features of cache entries start..stop-1. -> (F, stop - start, C), a view"""
         return self.feats[:, start:stop]

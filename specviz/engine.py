@@ -30,7 +30,7 @@ from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_veri
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
 SEED_MAX = 2**63 - 1
 IDLE = "chose K = 0: the drafter was not asked"
-IDLE_FOR_GOOD = ("chose K = 0, as it will every round from now on (too costly to shadow, so nothing new is learnt): "
+IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so nothing new is learnt): "
                  "the drafter is neither asked nor updated, and the target keeps no features for it")  # fmt: skip
 
 
@@ -179,19 +179,15 @@ class Generation:
         self.verifier = get_verifier(settings.verification)
         d = self.drafter
         self.adaptive = AdaptiveK(settings.k, d.draft_cost, d.call_cost) if settings.k_auto else None
-        # A drafter adaptive K will never consult again costs nothing beyond plain decoding: no features
-        # captured for a draft head (EAGLE, Medusa), no updates. Checked before each round.
-        self.never_drafts = False
-        self._check_never_drafts()
+        # A drafter adaptive K will never consult costs nothing beyond plain decoding: no features
+        # captured for a draft head (EAGLE, Medusa), no updates. Decided before the first forward.
+        self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()
+        if self.never_drafts:
+            self.target.capture(())
         self.gen = torch.Generator().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
         self.lock = threading.Lock()
-
-    def _check_never_drafts(self) -> None:
-        if not self.never_drafts and self.adaptive is not None and self.adaptive.never_drafts():
-            self.never_drafts = True
-            self.target.stop_capture()
 
     @property
     def generated(self) -> int:
@@ -251,7 +247,6 @@ class Generation:
             self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))
             if shadow is not None and shadow.tokens:
                 self.adaptive.observe(expected_acceptance(shadow, p_rows[0]))
-            self._check_never_drafts()
         record = RoundRecord(
             index=len(self.trace.rounds),
             context_len=L,

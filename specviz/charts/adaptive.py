@@ -3,7 +3,7 @@ the chosen K marked, with the expected characters and the cost behind each bar."
 
 import plotly.graph_objects as go
 
-from specviz.adaptive import Choice
+from specviz.adaptive import MIN_GAIN, Choice
 from specviz.charts.figure import bar, figure
 
 CHOSEN, OTHER = "#0072B2", "#999999"  # Okabe-Ito blue; grey
@@ -19,7 +19,7 @@ def k_choice_bars(choice: Choice) -> go.Figure:
             hovertemplate="K=%{x}: %{customdata[0]:.2f} characters expected / cost %{customdata[1]:.2f} "
                           "target passes = %{y:.2f}<extra></extra>"),
     ]  # fmt: skip
-    why = f"drafting must promise {choice.min_gain:.2f}× plain decoding's rate" if choice.k == 0 else "the highest bar"
+    why = f"drafting must promise {MIN_GAIN:.2f}× plain decoding's rate" if choice.k == 0 else "the highest bar"
     title = (f"Adaptive K chose K = {choice.k}<br><sub>{why}; from past rounds: α = {choice.alpha:.2f} per level,"
              f"<br>{choice.per_level:.1f} drafted per level, draft cost {choice.draft_cost:.2f} target passes a token</sub>")  # fmt: skip
     layout = {"title": {"text": title}, "height": 300, "margin": {"l": 50, "r": 10, "t": 90, "b": 40},

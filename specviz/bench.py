@@ -2,7 +2,8 @@
 measured side by side in one run, through exactly the engine the app uses (``Generation.run``).
 
 Timing on a shared 2-core machine is noisy, so the runs are interleaved: for each repeat, for
-each temperature, for each prompt, every drafter runs once, back to back. A drafter's speedup
+each temperature, for each prompt, every drafter runs once, back to back, in a shuffled order
+(seeded: the same for the same seed). A drafter's speedup
 in a repeat is the baseline's time over its time *in that repeat*; the row reports the median
 over repeats. Greedy (temperature 0) outputs must equal the baseline's token for token; each
 row says whether they did.
@@ -28,7 +29,7 @@ Two suites, told apart by the row's ``suite``:
                      and output fit in one window, for both implementations alike.
 
 How far from 1.00 must a speedup be to be real? In each repeat the baseline runs once more for
-every prompt, after every other run, and the main suite's baseline rows report that second run's
+every prompt, shuffled in with the others, and the main suite's baseline rows report that second run's
 speedup over the first (``aa_speedup``, an A/A test: the same work twice). A drafter whose
 speedup is as close to 1 as that cannot be told from the baseline. Each main-suite row also says
 so itself (``verdict``): its runs are paired with the baseline's (same repeat, same prompt), and a
@@ -42,6 +43,7 @@ file format the CLI writes and the app's Drafter shoot-out page reads.
 import json
 import math
 import os
+import random
 import statistics
 import time
 import typing
@@ -345,16 +347,19 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
 
     base = (BASELINE, k, False, "lossless")
     main, versus, again = {}, {}, {}
+    order = random.Random(seed)  # the order of the runs on one prompt: shuffled, the same for the same seed
     for _ in range(repeats):
         for T in temperatures:
             per_config, second = {c: [] for c in runs_at(T)}, []
             for j, prompt in enumerate(ids):
-                for c in per_config:
-                    per_config[c].append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
+                # Every configuration and the baseline's second (A/A) run, in a shuffled order: a run
+                # late in the block can measure slower than an early one (with the A/A run always last,
+                # it read 0.967x at T = 0 in one full bench, 2026-11-24), and a fixed order would charge
+                # that to the drafters (never-drafting ones came out "slower" by the sign test).
+                block = [(c, per_config[c]) for c in per_config] + [(base, second)]
+                for c, out in order.sample(block, len(block)):
+                    out.append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
                     tick()
-                # A/A: the baseline again, last, as far as it gets from its first run in this repeat
-                second.append(_specviz_run(target, tiny, prompt, base, T, max_new_tokens, seed + j))
-                tick()
             for c in per_config:
                 main.setdefault(("specviz", c, T), []).append(per_config[c])
             again.setdefault(T, []).append(second)

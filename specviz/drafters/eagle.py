@@ -73,12 +73,13 @@ def rounded(row: torch.Tensor) -> list[float]:
 
 class LeanHead:
     """An EagleHead's weights laid out for the lean pass (specviz/cached_model.py): its block through
-    lean_block, its fc and fuse through addmm, the target's frozen wte, ln_f and lm_head from the
-    target's own lean weights. Copies: the head module stays the readable reference
-    (tests/test_eagle.py pins the two together)."""
+    lean_block, its fc and fuse through addmm (copies, transposed), and the target's frozen wte, ln_f
+    and lm_head that the head borrows (EagleHead.attach; lm_head transposed once). The head module
+    stays the readable reference (tests/test_eagle.py pins the two together). Holds no reference to
+    the head itself, so that _LEAN's weak key can go."""
 
     def __init__(self, head: EagleHead):
-        self.head, self.config = head, head.config
+        self.config = head.config
         self.block = block_weights(head.h)
         self.fc = (head.fc.bias.detach().clone(), linear_t(head.fc))  # (C,), (2C, C)
         self.fuse = (head.fuse.bias.detach().clone(), linear_t(head.fuse)) if head.config.variant == 3 else None

@@ -78,10 +78,12 @@ class MedusaHeads(nn.Module):
             lm.weight.data.copy_(target.lm_head.weight.detach())
         return heads.to(target.lm_head.weight.dtype)
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
-        """h: (..., C) the target's top-layer features. -> (H, ..., V) logits; row i-1 is head i."""
+    def forward(self, h: torch.Tensor, n: int | None = None) -> torch.Tensor:
+        """h: (..., C) the target's top-layer features; n: run heads 1..n only (None: all H; a
+        one-level draft needs head 1 alone). -> (n, ..., V) logits; row i-1 is head i."""
         u = self.ln_f(h)  # (..., C)
-        return torch.stack([lm(u + F.silu(fc(u))) for fc, lm in zip(self.c_fc, self.lm_head, strict=True)])
+        heads = list(zip(self.c_fc, self.lm_head, strict=True))[:n]
+        return torch.stack([lm(u + F.silu(fc(u))) for fc, lm in heads])
 
     def trainable(self) -> list[nn.Parameter]:
         return [p for p in self.parameters() if p.requires_grad]

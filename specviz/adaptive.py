@@ -13,8 +13,10 @@ and trials decay by ``DECAY`` per round, so the estimate follows the text, and a
 the first rounds sensible.
 
 Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
-measured from past rounds; c the drafter's cost per token), and verifying N = 1 + K * n tokens
-costs v(N), the measured cost of one round whose target pass covers N tokens. K = 0 is plain
+measured from past rounds; c the drafter's cost per token), and verifying N = 1 + K * n + e tokens
+costs v(N), the measured cost of one round whose target pass covers N tokens (e: the tokens a
+drafter adds to every drafting round's pass besides its draft, Drafter.verify_extra: lookahead's
+window). K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
 walk over more positions).
@@ -46,11 +48,12 @@ SHADOW_COST = 0.1  # drafters at most this costly are scored in K = 0 rounds
 SHADOW_EVERY = 4  # ... every 4th such round at most: alpha moves slowly, and a shadow draft is not free
 # ... and no more often than keeps their cost, spread over the idle rounds, at this share of a forward pass:
 # a drafter with a fixed cost per call (suffix decoding rebuilds its context index) shadows more rarely.
-SHADOW_BUDGET = 0.02
-# A shadow costs more than its draft call: scoring it (verifiers.expected_acceptance over the vocabulary,
-# right after the target pass has flushed the CPU's caches) and a slower next pass. Measured in idle rounds
-# of a 1-thread run: +60-110 us over a ~1250 us round even for a look-up drafter (draft call ~5 us).
-SHADOW_SCORE = 0.06
+SHADOW_BUDGET = 0.01
+# A shadow costs more than its draft call: scoring it (verifiers.expected_acceptance) and a slower round,
+# whose every small op runs on caches the drafter's look-up and the target's pass have flushed. Measured
+# over the idle rounds of 11 presets at T = 0.8 (1 thread, 2026-11-24): a shadow round's median is
+# +45 us over an idle round's ~1210 us for the trie (draft call ~24 us), +36 us for prompt lookup (~16 us).
+SHADOW_SCORE = 0.03
 # Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
 # at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
 MIN_GAIN = 1.15
@@ -82,29 +85,31 @@ class Choice:
     per_level: float  # drafted tokens per depth level (1 for chains)
     draft_cost: float  # c, per drafted token, in target forwards
     k_max: int  # the largest K it could choose this round
+    extra: int = 0  # e, tokens every drafting round adds to the verify pass (Drafter.verify_extra)
 
     def candidates(self) -> list[dict]:
         """Per K weighed: expected tokens, cost and their ratio (recomputed for display)."""
         return [{"k": k, "expected_tokens": expected_tokens(self.alpha, k),
-                 "cost": round_cost(k, self.per_level, self.draft_cost), "tokens_per_cost": r}
-                for k, r in enumerate(rates(self.alpha, self.per_level, self.draft_cost, self.k_max))]  # fmt: skip
+                 "cost": round_cost(k, self.per_level, self.draft_cost, self.extra), "tokens_per_cost": r}
+                for k, r in enumerate(rates(self.alpha, self.per_level, self.draft_cost, self.k_max, self.extra))]  # fmt: skip
 
 
-def round_cost(k: int, per_level: float, draft_cost: float) -> float:
+def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0) -> float:
     # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
     # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
     # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
-    return k * per_level * draft_cost + verify_cost(1 + round(k * per_level))
+    return 1.0 if k == 0 else k * per_level * draft_cost + verify_cost(1 + round(k * per_level) + extra)
 
 
-def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, early_stop: bool = False) -> list[float]:
+def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
+          early_stop: bool = False) -> list[float]:  # fmt: skip
     """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). E(K)/cost(K)
     rises to one peak and falls, so ``early_stop`` ends the list two past the best so far."""
     out, e, power, best = [1.0], 1.0, 1.0, 0
     for k in range(1, k_max + 1):
         power *= alpha
         e += power
-        out.append(e / round_cost(k, per_level, draft_cost))
+        out.append(e / round_cost(k, per_level, draft_cost, extra))
         if out[k] > out[best]:
             best = k
         elif early_stop and k >= best + 2:
@@ -113,11 +118,12 @@ def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, early_s
 
 
 class AdaptiveK:
-    def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0):
+    def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0, extra: int = 0):
         """``draft_cost``: per drafted token; ``call_cost``: per draft call, whatever its size (both in
-        target forward passes, the drafter's own figures: Drafter.draft_cost, Drafter.call_cost)."""
+        target forward passes); ``extra``: tokens a drafting round adds to the verify pass. The
+        drafter's own figures: Drafter.draft_cost, Drafter.call_cost, Drafter.verify_extra."""
         self.k_max = k_max
-        self.c = draft_cost
+        self.c, self.extra = draft_cost, extra
         shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
@@ -146,20 +152,23 @@ class AdaptiveK:
     def _best(self, k_max: int) -> Choice:
         """The choice from what was learnt so far, among K = 0 .. k_max."""
         alpha, n = self.alpha, self.per_level
-        r = rates(alpha, n, self.c, k_max, early_stop=True)
+        r = rates(alpha, n, self.c, k_max, self.extra, early_stop=True)
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max)
+        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max, self.extra)
 
     def shadow_due(self) -> bool:
         """Whether this K = 0 round should score an unverified one-level draft."""
         return self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
 
     def never_drafts(self) -> bool:
-        """Whether no round from now on can draft, not even a shadow: the drafter is too costly to
-        shadow, and K = 0 wins even at the deepest K allowed. Only a round that drafts (or a shadow)
-        changes what was learnt, and a smaller limit only drops candidates (the rates up to it are a
-        prefix of the same list), so K = 0 wins every later round too: the engine may stop keeping
-        the drafter ready (its features, its updates)."""
+        """Whether no round from now on can draft, not even a shadow: either no acceptance could
+        make drafting pay (every level accepted, one token a level: a window too wide to verify), or
+        the drafter is too costly to shadow and K = 0 wins even at the deepest K allowed. Only a
+        round that drafts (or a shadow) changes what was learnt, and a smaller limit only drops
+        candidates (the rates up to it are a prefix of the same list), so K = 0 wins every later
+        round too: the engine may stop keeping the drafter ready (its features, its updates)."""
+        if max(rates(1.0, 1.0, self.c, self.k_max, self.extra)) < MIN_GAIN:
+            return True
         return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 
     def observe(self, acceptance: float) -> None:

@@ -51,7 +51,8 @@ class LeanWeights:
         self.layers = [block_weights(b) for b in t.h]
         self.ln_f = (c(t.ln_f.weight), c(t.ln_f.bias))
         self.lm_head_t = linear_t(model.lm_head)  # (C, V)
-        self.versions = _versions(model)
+        self.params = list(model.parameters())  # walked once: model.parameters() costs ~0.2 ms a call
+        self.versions = _versions(self.params)
 
 
 def linear_t(lin) -> torch.Tensor:
@@ -104,8 +105,8 @@ def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: i
     return x + torch.addmm(fc2_b, h, fc2_w)
 
 
-def _versions(model: GPT) -> tuple:
-    return tuple(p._version for p in model.parameters())  # bumped by every in-place change
+def _versions(params: list) -> tuple:
+    return tuple(p._version for p in params)  # bumped by every in-place change
 
 
 _WEIGHTS: "weakref.WeakKeyDictionary[GPT, LeanWeights]" = weakref.WeakKeyDictionary()
@@ -114,7 +115,7 @@ _WEIGHTS: "weakref.WeakKeyDictionary[GPT, LeanWeights]" = weakref.WeakKeyDiction
 def lean_weights(model: GPT) -> LeanWeights:
     """One LeanWeights per model, made again only if the model's parameters changed (training)."""
     w = _WEIGHTS.get(model)
-    if w is None or w.versions != _versions(model):
+    if w is None or w.versions != _versions(w.params):
         w = _WEIGHTS[model] = LeanWeights(model)
     return w
 
@@ -156,8 +157,10 @@ class CachedModel:
         Off by default, so the baseline pays nothing for it. Call before the first forward."""
         assert self.length == 0 and self._new == 0, "capture features from the start"
         assert all(0 <= i < len(self.w.layers) for i in layers)
+        if tuple(layers) == self.feature_layers:
+            return  # nothing to change (the engine turns capture off for a drafter that never drafts)
         self.feature_layers = tuple(layers)
-        self._alloc(self.capacity)
+        self.feats = torch.empty(len(layers), self.capacity, self.n_embd, dtype=self.dtype, device=self.device)
 
     def features(self, start: int, stop: int) -> torch.Tensor:
         """The captured features of cache entries start..stop-1. -> (F, stop - start, C), a view"""

@@ -178,7 +178,7 @@ class Generation:
         )
         self.verifier = get_verifier(settings.verification)
         d = self.drafter
-        self.adaptive = AdaptiveK(settings.k, d.draft_cost, d.call_cost) if settings.k_auto else None
+        self.adaptive = AdaptiveK(settings.k, d.draft_cost, d.call_cost, d.verify_extra) if settings.k_auto else None
         # A drafter adaptive K will never consult costs nothing beyond plain decoding: no features
         # captured for a draft head (EAGLE, Medusa), no updates. Decided before the first forward.
         self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()
@@ -215,7 +215,7 @@ class Generation:
         choice = shadow = None
         if self.adaptive is not None:
             choice = self.adaptive.choose(k)
-            if choice.k == 0 and k >= 1 and self.adaptive.shadow_due():
+            if choice.k == 0 and k >= 1 and not self.never_drafts and self.adaptive.shadow_due():
                 shadow = self.drafter.draft(self.tokens, 1, T, self.gen)  # scored below, never verified
             k = choice.k
         if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
@@ -243,7 +243,7 @@ class Generation:
         emitted_p = p_rows[[0] + [i + 1 for i in path]]
         update = {} if self.never_drafts else self.drafter.update(self.tokens, emitted, emitted_p)
         self.tokens += emitted
-        if self.adaptive is not None:
+        if self.adaptive is not None and not self.never_drafts:  # never_drafts: nothing left to learn
             self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))
             if shadow is not None and shadow.tokens:
                 self.adaptive.observe(expected_acceptance(shadow, p_rows[0]))

@@ -12,15 +12,21 @@ def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """softmax(logits / T) in float64, or one-hot argmax at T = 0. (..., V) -> (..., V)"""
     logits = logits.double()
     if temperature == 0:
-        return F.one_hot(logits.argmax(-1), logits.size(-1)).double()
+        return one_hot_argmax(logits)
     return F.softmax(logits / temperature, dim=-1)
+
+
+def one_hot_argmax(x: torch.Tensor) -> torch.Tensor:
+    """1.0 at each row's argmax, 0 elsewhere, float64. (Not F.one_hot: it checks its input's range
+    first, ~20 us a call, and the engine makes one every greedy round.) (..., V) -> (..., V)"""
+    return torch.zeros(x.shape, dtype=torch.float64).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
 
 
 def scale_probs(probs: torch.Tensor, temperature: float) -> torch.Tensor:
     """Apply temperature to a distribution (p^(1/T), renormalised), or one-hot at T = 0."""
     probs = probs.double()
     if temperature == 0:
-        return F.one_hot(probs.argmax(-1), probs.size(-1)).double()
+        return one_hot_argmax(probs)
     if temperature == 1:
         return probs
     scaled = probs.clamp_min(1e-300).log().div(temperature)  # in log space: p^(1/T) underflows for small T

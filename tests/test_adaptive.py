@@ -1,10 +1,21 @@
 """Adaptive K: the model's arithmetic, its choices at the extremes, probing, and that the engine
 with K auto stays exact (greedy equals the baseline for every drafter)."""
 
+import math
+
 import pytest
 import torch
 
-from specviz.adaptive import MIN_GAIN, AdaptiveK, expected_tokens, rates, round_cost, verify_cost
+from specviz.adaptive import (
+    MIN_GAIN,
+    SHADOW_BUDGET,
+    SHADOW_SCORE,
+    AdaptiveK,
+    expected_tokens,
+    rates,
+    round_cost,
+    verify_cost,
+)
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import IDLE_FOR_GOOD, Generation, Settings
@@ -50,6 +61,24 @@ def test_confident_drafts_go_deep_and_weak_ones_not_at_all():
     assert cands[5]["tokens_per_cost"] == pytest.approx(cands[5]["expected_tokens"] / round_cost(5, 1.0, 0.02))
 
 
+def test_tokens_a_round_adds_to_the_pass_are_priced_in_v():
+    """Lookahead's window rides in every drafting round's pass: one candidate costs v(2 + e), not v(2)."""
+    from specviz.drafters.lookahead import LookaheadDrafter
+
+    e = LookaheadDrafter([1, 2, 3], 256, window=5, ngram=4).verify_extra
+    assert e == 3 * 5 - 1  # the window's cells but the root
+    assert round_cost(1, 1.0, 0.02, e) == pytest.approx(0.02 + verify_cost(2 + e))
+    assert round_cost(0, 1.0, 0.02, e) == 1.0  # an idle round sends no window
+    plain, windowed = learnt(0.5), learnt(0.5)
+    windowed.extra = e
+    assert plain.choose(12).k > 0 and windowed.choose(12).k == 0  # what pays for a chain does not pay for the window
+    deep, windowed_deep = learnt(0.9), learnt(0.9)
+    windowed_deep.extra = e
+    assert windowed_deep.choose(12).k >= deep.choose(12).k  # a fixed cost per round is spread over deeper drafts
+    wide = AdaptiveK(12, 0.02, extra=223)  # W = 32, N = 8: no acceptance could pay for that pass
+    assert wide.never_drafts() and not AdaptiveK(12, 0.02, extra=e).never_drafts()
+
+
 def test_an_expensive_drafter_needs_more_acceptance():
     cheap, dear = learnt(0.6, c=0.02).choose(12), learnt(0.6, c=0.6).choose(12)
     assert cheap.k > dear.k
@@ -63,10 +92,12 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     assert not AdaptiveK(12, 0.45).shadow_due()  # an expensive drafter is never consulted while idle
     costly_call = AdaptiveK(12, 0.04, call_cost=0.4)  # suffix decoding: a rebuilt index per call
     due = []
-    for _ in range(44):
+    for _ in range(94):
         due.append(costly_call.shadow_due())
         costly_call.update(0, 0, 0, 0)
-    assert sum(due) == 2 and costly_call.shadow_every == 25  # within SHADOW_BUDGET per idle round, scoring included
+    # within SHADOW_BUDGET per idle round, scoring included: (0.03 + 0.4 + 0.04) / 0.01 = 47
+    assert costly_call.shadow_every == math.ceil((SHADOW_SCORE + 0.4 + 0.04) / SHADOW_BUDGET) == 47
+    assert [i for i, d in enumerate(due) if d] == [0, 47]
     for _ in range(40):  # the text turns predictable: each idle round's one-level draft would be accepted
         a.observe(0.95)
     assert a.alpha > 0.85 and a.choose(12).k >= 4

@@ -107,6 +107,9 @@ class Drafter:
     # Time of one draft call beyond draft_cost per token, in target forward passes (an index rebuilt per
     # call, say). Adaptive K's idle rounds consult a costly-to-call drafter more rarely.
     call_cost = 0.0
+    # Tokens every drafting round adds to the verify pass besides its draft (Draft.extra: lookahead's
+    # window); adaptive K counts them in v(N). Idle rounds send none.
+    verify_extra = 0
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

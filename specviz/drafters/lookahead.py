@@ -53,7 +53,6 @@ from functools import cache
 
 import torch
 
-from specviz.adaptive import VERIFY_SLOPE
 from specviz.cached_model import room
 from specviz.drafters.base import Draft, Drafter, Extra, depth_first
 
@@ -141,12 +140,12 @@ class LookaheadDrafter(Drafter):
     name = "lookahead"
     deterministic = True
     stateful = True  # the window and the pool belong to one generation
-    # Its draft is free (a dict look-up); its cost is the window riding in every verify pass: a fixed
-    # E = (N - 1) W - 1 extra rows whatever K is, each about VERIFY_SLOPE of a one-token pass
-    # (specviz/adaptive.py; measured here: a round of W = 5, N = 4, G = 5, K = 4 has ~25 rows and a
-    # verify phase 2.8-3.0x the baseline's one-token pass, the model says 2.8). Adaptive K charges per
-    # drafted token, so the window's cost is spread over a full candidate tree, G n-grams of N - 1
-    # tokens (shared prefixes merge, so measured trees are ~2/3 of that): see __init__.
+    # Its draft is nearly free (a dict look-up); its cost is the window riding in every drafting round's
+    # verify pass: E = (N - 1) W - 1 extra rows whatever K is (verify_extra, set in __init__), which
+    # adaptive K counts in v(N) (measured here: a round of W = 5, N = 4, G = 5, K = 4 has ~25 rows and a
+    # verify phase 2.8-3.0x the baseline's one-token pass). It used to be spread over a full candidate
+    # tree as a cost per drafted token; a round with one candidate was then priced at v(2) instead of
+    # v(16), and adaptive K drafted at a loss: 0.94x at T = 0 and 0.8 (5 presets, 2026-11-24).
     draft_cost = 0.02
 
     def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5):
@@ -162,7 +161,7 @@ class LookaheadDrafter(Drafter):
         self.cols = 0  # window columns in this round's pass
         self.row: dict[tuple[int, int], int] = {}  # cell -> its extra row, this round
         self.preds: list[int] = []  # the top level's predictions, per column run this round
-        self.draft_cost = max(0.02, VERIFY_SLOPE * ((ngram - 1) * window - 1) / (candidates * (ngram - 1)))
+        self.verify_extra = (ngram - 1) * window - 1  # the window's cells but the root (window_layout)
 
     def top_cell_rows(self) -> list[int]:
         """Row of the observed logits (root first, then the extras) that predicts for each column."""

@@ -41,10 +41,10 @@ class MedusaDrafter(Drafter):
     # round costs ~ROUND_COST whatever its size, spread here over the node budget.
     ROUND_COST = 0.2
     draft_cost = ROUND_COST / 16
-    # Any call runs every head, a one-token shadow draft too: in adaptive K's idle rounds, right after the
-    # target's pass, a shadow's draft phase measured +340 us over a ~1250 us round (cold caches), 0.27.
-    # Declared as 0.2, shadows came every 11th idle round and cost 4% (bench --quick, 128 tokens).
-    call_cost = 0.3
+    # A call runs heads 1..K, a one-level shadow draft head 1 alone: in adaptive K's idle rounds its draft
+    # call measured a median 203 us (all four heads: 337 us) against a ~1210 us round (11 presets, T = 0.8,
+    # 1 thread, 2026-11-24), so adaptive K shadows it every ceil((0.03 + 0.2 + 0.0125) / 0.01) = 25th idle round.
+    call_cost = 0.2
 
     def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):
@@ -54,10 +54,10 @@ class MedusaDrafter(Drafter):
         target.capture((heads.config.feature_layer,))  # before the first pass: every entry gets its feature
 
     @torch.no_grad()
-    def head_probs(self, entry: int) -> torch.Tensor:
-        """Every head's distribution from the feature of cache entry ``entry``. -> (H, V)"""
+    def head_probs(self, entry: int, n: int | None = None) -> torch.Tensor:
+        """Heads 1..n's distributions (None: every head's) from the feature of cache entry ``entry``. -> (n, V)"""
         h = self.target.features(entry, entry + 1)[0, 0]  # (C,)
-        return self.heads(h).softmax(-1)  # (H, V)
+        return self.heads(h, n).softmax(-1)  # (n, V)
 
     def draft(self, context, k, temperature, gen):
         t = self.target
@@ -69,8 +69,8 @@ class MedusaDrafter(Drafter):
             return chain([], notes={"skipped": "no cache entry before the root: a one-token context has no feature"
                                     if t.length == 0 else "K = 0"})  # fmt: skip
         entry = t.length - 1  # context[-2]: its feature predicted the root
-        probs = self.head_probs(entry)  # (H, V)
-        depth = min(k, len(probs))
+        probs = self.head_probs(entry, k)  # (depth, V): the heads below depth K are not needed
+        depth = len(probs)
         top_p, top_t = probs[:depth].topk(min(self.top_k, probs.size(1)), dim=-1)  # (depth, top_k)
         ranked = [list(zip(ts, ps, strict=True)) for ts, ps in zip(top_t.tolist(), top_p.tolist(), strict=True)]
 

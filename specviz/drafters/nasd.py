@@ -61,7 +61,7 @@ class NASDDrafter(Drafter):
         ]
 
     def draft(self, context: list[int], k: int, temperature: float = 0.0, gen: torch.Generator | None = None) -> Draft:
-        seq, tokens, lookups, stopped = list(context), [], [], False
+        seq, tokens, lookups, stopped = list(context[-(self.n - 1) :]), [], [], False  # all a context reads
         for _ in range(k):
             ctx = self._ctx(seq)
             counts = self.storage.get(ctx) if ctx is not None else None
@@ -87,10 +87,11 @@ class NASDDrafter(Drafter):
         return chain(tokens, q=None, notes=notes)
 
     def update(self, context: list[int], emitted: list[int], p: torch.Tensor) -> dict:
-        seq = list(context) + list(emitted)
+        tail = list(context[-(self.n - 1) :])  # the contexts of the emitted tokens lie in the last n - 1 tokens
+        seq = tail + list(emitted)
         added = []
         for i, tok in enumerate(emitted):
-            ctx = self._ctx(seq[: len(context) + i])
+            ctx = self._ctx(seq[: len(tail) + i])  # as short as the whole context when that is shorter
             if ctx is None:
                 continue
             self._add(ctx, tok)

@@ -181,7 +181,7 @@ class SuffixDrafter(Drafter):
     draft_cost = 0.04
     # A call after the text grew rebuilds the context index first: 0.57 ms for 212 tokens (measured), against
     # ~1.7 ms for a baseline round. Adaptive K's idle rounds paid it every 4th round: 0.88x at T = 0.8 (bench,
-    # 2026-11-23); it now shadows every ceil((0.06 + 0.44) / 0.02) = 25th (adaptive.SHADOW_SCORE: the scoring).
+    # 2026-11-23); it now shadows every ceil((0.03 + 0.44) / 0.01) = 47th (adaptive.SHADOW_SCORE, SHADOW_BUDGET).
     call_cost = 0.4
 
     def __init__(self, prompt: list[int], corpus: SuffixIndex | None, max_match: int = 16, min_prob: float = 0.1,

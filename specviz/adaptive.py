@@ -32,7 +32,10 @@ catch up on every token it missed. If K = 0 is its choice from the start, it nev
 and the engine keeps nothing ready for it (``never_drafts``): its rounds cost what plain decoding's
 do. (An optimistic start, letting such a drafter draft a few rounds to measure its own acceptance,
 was tried and measured: it turned these ties into 1-2% losses, the first drafts' catch-up included,
-and no drafter won by it; the bench of 2026-11-23 23:40.)
+and no drafter won by it; the bench of 2026-11-23 23:40.) Backing the shadows off (doubling the wait
+after each shadow scored below the estimate, up to 8 times) was tried and measured too: it gained about
+1% where drafting never pays and cost drafters that come and go, NASD at T = 0 2.17 -> 1.91 tokens per
+forward, the trigram at T = 0.8 1.98 -> 1.86 (5 presets, 256 tokens, 2026-11-24); not kept.
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.

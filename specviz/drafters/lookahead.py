@@ -147,6 +147,9 @@ class LookaheadDrafter(Drafter):
     # tree as a cost per drafted token; a round with one candidate was then priced at v(2) instead of
     # v(16), and adaptive K drafted at a loss: 0.94x at T = 0 and 0.8 (5 presets, 2026-11-24).
     draft_cost = 0.02
+    # A call also lays out the window (Extra), a shadow draft's too: a median 57 us against a ~1210 us idle
+    # round (11 presets, T = 0.8, 1 thread, 2026-11-24), so adaptive K's idle rounds consult it half as often.
+    call_cost = 0.05
 
     def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5):
         if not (1 <= window <= 32 and 2 <= ngram <= 8 and 1 <= candidates <= 32):
@@ -201,18 +204,13 @@ class LookaheadDrafter(Drafter):
         (j, i) takes the old level j + 1's guess at column i + e - 1 (the top level: the new
         prediction). Cells with no source keep their guess or repeat their left neighbour."""
         old, preds, W, top = self.levels, self.preds, self.W, self.N - 2
-        new = [[0] * W for _ in old]
+        new = []
         for j in range(top + 1):
-            for i in range(W):
-                c = i + e - 1
-                if c < 0:
-                    new[j][i] = old[j][i]
-                elif c >= W:
-                    new[j][i] = new[j][i - 1]
-                elif j < top:
-                    new[j][i] = old[j + 1][c]
-                else:
-                    new[j][i] = preds[c] if c < len(preds) else old[top][c]
+            # the source of the new level j: level j + 1, or for the top level the new predictions
+            src = old[j + 1] if j < top else preds[:W] + old[top][len(preds) :]
+            row = ([old[j][0]] + src[: W - 1]) if e == 0 else src[e - 1 :]  # cell i takes src[i + e - 1]
+            # past the source's end, repeat the left neighbour (0 if there is none: e > W)
+            new.append(row + [row[-1] if row else 0] * (W - len(row)))
         self.levels = new
 
     def collect(self, root: int) -> list[tuple[int, ...]]:

@@ -26,6 +26,10 @@ def test_pool_keeps_the_most_recent_g_per_first_token():
     assert pool.candidates(1) == [(2, 3), (4, 5)] and pool.source[(1, 2, 3)] == "prompt"
     assert pool.add((1, 6, 7), "jacobi")
     assert pool.candidates(1) == [(6, 7), (2, 3)] and len(pool) == 2 and pool.candidates(9) == []
+    g = torch.Generator().manual_seed(0)
+    for gram in torch.randint(4, (300, 3), generator=g).tolist():  # repeats, evictions: the count keeps up
+        pool.add(tuple(gram), "jacobi")
+        assert len(pool) == sum(map(len, pool.grams.values()))
 
 
 def test_candidates_merge_shared_prefixes_into_one_tree():

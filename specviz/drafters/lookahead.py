@@ -65,16 +65,19 @@ class NGramPool:
         self.n, self.per_key = n, per_key
         self.grams: dict[int, list[tuple[int, ...]]] = {}
         self.source: dict[tuple[int, ...], str] = {}  # the whole n-gram -> "prompt" or "jacobi"
+        self.size = 0  # n-grams held, kept as they come and go: every round's notes read it
 
     def add(self, gram: tuple[int, ...], source: str) -> bool:
         """Put an n-gram at the front of its key's list. -> True if it was not there."""
         assert len(gram) == self.n
         row = self.grams.setdefault(gram[0], [])
+        before = len(row)
         new = gram[1:] not in row
         if not new:
             row.remove(gram[1:])
         row.insert(0, gram[1:])
         del row[self.per_key :]
+        self.size += len(row) - before
         self.source.setdefault(gram, source)
         return new
 
@@ -82,7 +85,7 @@ class NGramPool:
         return list(self.grams.get(token, []))
 
     def __len__(self) -> int:
-        return sum(map(len, self.grams.values()))
+        return self.size
 
 
 def ngram_tree(grams: list[tuple[int, ...]], k: int) -> tuple[list[int], list[int], list[int]]:

@@ -36,16 +36,28 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-Why drafters that never draft still lose: in its default configuration a drafter either pays and
-wins, or adaptive K idles it, and then its rounds do the baseline's work plus adaptive K's
-bookkeeping. Measured apart from the bench (one prompt, 256 tokens, T = 0.8, 8 alternating runs,
-1 thread, 2026-11-24): the neural draft's idle run took 0.8% longer than the baseline's (328.5 ms
-against 326.0 ms, medians): 0.6 ms making a drafter it never asks, and ~4 µs a round of bookkeeping.
-Over 33 pairs the sign test sees a loss that small. Lookahead, Medusa and suffix decoding (3-6%
-below) also pay for their shadow drafts. The eagle1 and neural rows at 4% below idle like the rest:
-their gap in this run is larger than the 0.8% measured apart, and not explained yet. Chain drafters
-keep at most about 1 / v(K + 1) of their ideal: the verify pass over 5 tokens still costs 1.2-1.4
-one-token passes here, so at K = 4 only the cheapest drafters, with short drafts, reach 0.8."""
+Why some default configurations still lose, by 1-3%. A drafter that adaptive K idles either never
+drafts again, or stays ready to resume. Never again: it is too costly to shadow (the neural drafts,
+EAGLE, layer-skip) or no acceptance could pay for its pass; then the engine neither asks nor updates
+it and keeps no features for it, and its rounds are plain decoding's. Those rows read 0.993-1.003×,
+ties by the sign test, as close to 1 as the A/A test. Ready to resume: every few idle rounds it
+drafts one level that is scored but not verified (a shadow), and every round it learns from the
+emitted tokens (NASD's table, suffix decoding's index, lookahead's window). After a ~1 ms target
+pass the CPU's caches are cold, and small Python work costs several times what it costs alone.
+Measured on 11 presets at T = 0.8 (1 thread, 2026-11-24): NASD's update takes 1.8 µs in a loop and
+12-14 µs in a round; a shadow round has a median 36-45 µs more than an idle one for the trie and
+prompt lookup; a suffix-decoding shadow costs ~0.8 ms (its context index is rebuilt). Where drafting
+never pays, that readiness is the whole loss: here lookahead at both temperatures, and the look-up
+drafters at T = 0.8, where a deterministic guess matches the target's sampled token a third to a
+half of the time. Suffix decoding and Medusa also
+resume at a loss. They resume right after lucky shadows: NASD resumed at a mean estimated acceptance
+of 0.45 and was accepted 0.31 of the time. And a suffix round costs 1.8 baseline rounds (index
+rebuild, a 16-node tree verified), where adaptive K prices it at 1.4-1.6. Two fixes were tried and
+measured worse: a cautious estimate to resume, and shadows that back off while idle. Each cost the
+drafters that do pay far more than the 1-2% it saved (specviz/adaptive.py's docstring has the
+figures). Chain drafters keep at most about 1 / v(K + 1) of their ideal: the verify pass over 5
+tokens still costs 1.2-1.4 one-token passes here, so at K = 4 only the cheapest drafters, with short
+drafts, reach 0.8."""
 
 
 def section(rows: list[dict], when: str) -> str:

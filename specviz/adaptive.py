@@ -35,7 +35,11 @@ was tried and measured: it turned these ties into 1-2% losses, the first drafts'
 and no drafter won by it; the bench of 2026-11-23 23:40.) Backing the shadows off (doubling the wait
 after each shadow scored below the estimate, up to 8 times) was tried and measured too: it gained about
 1% where drafting never pays and cost drafters that come and go, NASD at T = 0 2.17 -> 1.91 tokens per
-forward, the trigram at T = 0.8 1.98 -> 1.86 (5 presets, 256 tokens, 2026-11-24); not kept.
+forward, the trigram at T = 0.8 1.98 -> 1.86 (5 presets, 256 tokens, 2026-11-24); not kept. Nor was a
+cautious estimate to resume drafting after idle rounds (alpha less one standard deviation of its Beta
+posterior, against resuming right after lucky shadows: NASD at T = 0.8 resumed at a mean alpha of 0.45
+and was accepted 0.31 of the time): the trigram fell 2.07 -> 1.91 tokens per forward at T = 0 and
+1.98 -> 1.75 at T = 0.8, suffix decoding 1.51 -> 1.05 at T = 0 (same 5 presets).
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.

@@ -19,7 +19,7 @@ def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
 def one_hot_argmax(x: torch.Tensor) -> torch.Tensor:
     """1.0 at each row's argmax, 0 elsewhere, float64. (Not F.one_hot: it checks its input's range
     first, ~20 us a call, and the engine makes one every greedy round.) (..., V) -> (..., V)"""
-    return torch.zeros(x.shape, dtype=torch.float64).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
+    return torch.zeros(x.shape, dtype=torch.float64, device=x.device).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
 
 
 def scale_probs(probs: torch.Tensor, temperature: float) -> torch.Tensor:

@@ -90,7 +90,7 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     a.update(0, 0, 0, 0)
     assert not a.shadow_due()  # idle rounds are scored one in SHADOW_EVERY
     assert not AdaptiveK(12, 0.45).shadow_due()  # an expensive drafter is never consulted while idle
-    costly_call = AdaptiveK(12, 0.04, call_cost=0.4)  # suffix decoding: a rebuilt index per call
+    costly_call = AdaptiveK(12, 0.04, call_cost=0.4)  # a drafter whose every call costs (an index rebuilt, say)
     due = []
     for _ in range(94):
         due.append(costly_call.shadow_due())

@@ -1,5 +1,5 @@
 """Suffix decoding: the suffix array finds exactly the occurrences a brute-force scan finds, the
-candidate tree's frequencies are brute-force counts of each path's continuations, the tree grows
+context's direct search gives the same trees a suffix array over it gives, the candidate tree's frequencies are brute-force counts of each path's continuations, the tree grows
 only while a path's empirical probability clears the threshold, and the drafter's notes say what
 was matched, where, and what the tree held."""
 
@@ -10,7 +10,14 @@ import pytest
 import torch
 
 from specviz.drafters.base import tree_mask
-from specviz.drafters.suffix import SuffixDrafter, SuffixIndex, candidate_tree, corpus_index, suffix_array
+from specviz.drafters.suffix import (
+    ContextSearch,
+    SuffixDrafter,
+    SuffixIndex,
+    candidate_tree,
+    corpus_index,
+    suffix_array,
+)
 
 TEXT = "the cat sat on the mat. the cat sat on the hat. the cat ran."
 
@@ -43,17 +50,19 @@ def test_find_and_children_match_brute_force_counts():
             assert hi - lo == brute_count(tokens, pattern)
             assert sorted(index.sa[lo:hi].tolist()) == [i for i in range(len(tokens)) if tokens[i : i + m] == pattern]
             assert index.followed(pattern) == brute_count(tokens, pattern, followed=True)
-            kids = index.children(lo, hi, m)
-            assert sum(b - a for _, a, b in kids) == index.followed(pattern)
-            for t, a, b in kids:
-                assert b - a == brute_count(tokens, pattern + [t])
-            assert [a - b for _, a, b in kids] == sorted(a - b for _, a, b in kids)  # most frequent first
+            assert index.occurs_followed(pattern) == (index.followed(pattern) > 0)
+            kids = index.children(index.root(pattern))
+            assert sum(n for _, n, _ in kids) == index.followed(pattern)
+            for t, n, (a, b, depth) in kids:
+                assert n == b - a == brute_count(tokens, pattern + [t]) and depth == m + 1
+            assert [-n for _, n, _ in kids] == sorted(-n for _, n, _ in kids)  # most frequent first
     assert index.find(ids("dog")) == (index.find(ids("dog"))[0],) * 2  # absent: an empty range
 
 
-def test_longest_match_is_the_longest_suffix_with_a_continuation():
+@pytest.mark.parametrize("make", [lambda t: SuffixIndex(np.array(t)), ContextSearch], ids=["suffix-array", "search"])
+def test_longest_match_is_the_longest_suffix_with_a_continuation(make):
     tokens = ids(TEXT)
-    index = SuffixIndex(np.array(tokens))
+    index = make(tokens)
     for context in ("so the cat s", "a mat. the c", "xyz the h", "zzz", "the cat ran."):
         c = ids(context)
         match = index.longest_match(c, 8)
@@ -62,9 +71,10 @@ def test_longest_match_is_the_longest_suffix_with_a_continuation():
     assert index.longest_match(ids("so the cat s"), 3) == ids("t s")  # capped by max_match
 
 
-def test_candidate_tree_counts_probabilities_and_threshold():
+@pytest.mark.parametrize("make", [lambda t: SuffixIndex(np.array(t)), ContextSearch], ids=["suffix-array", "search"])
+def test_candidate_tree_counts_probabilities_and_threshold(make):
     tokens = ids(TEXT)
-    index = SuffixIndex(np.array(tokens))
+    index = make(tokens)
     context = ids("the ")  # followed by c, c, c, m, h (ties: lowest id first): "the " occurs 5 times with a next token
     tree = candidate_tree(index, context, k=4, max_match=4, min_prob=0.0, max_nodes=64)
     assert tree["match"] == context
@@ -87,10 +97,25 @@ def test_candidate_tree_counts_probabilities_and_threshold():
     assert candidate_tree(index, context, k=2, max_match=4, min_prob=0.0, max_nodes=3)["depth"] == [1, 2, 1]
 
 
+def test_context_search_grows_the_trees_a_suffix_array_over_the_context_grows():
+    """The drafter searches its own text directly (no index to keep up between drafts); over random
+    texts, repetitive and not, and random knobs, its trees equal a suffix array's, node for node."""
+    rng = random.Random(1)
+    for _ in range(1500):
+        n, alphabet = rng.randrange(1, 120), rng.choice([2, 3, 5, 65])
+        text = [rng.randrange(alphabet) for _ in range(n)]
+        if rng.random() < 0.5:  # a repeated phrase: long matches, deep trees
+            text = (text[: rng.randrange(1, 10)] * 30)[:n]
+        args = (rng.randrange(0, 6), rng.randrange(1, 17), rng.choice([0.0, 0.1, 0.3]), rng.randrange(1, 20))
+        assert candidate_tree(ContextSearch(text), text, *args) == candidate_tree(
+            SuffixIndex(np.array(text)), text, *args
+        )
+
+
 def test_drafter_picks_the_better_source_and_notes_it():
     prompt = ids("the cat sat on the mat. the cat sat on the")
     corpus = SuffixIndex(np.array(ids("on the hat, on the hat, on the hat")))
-    d = SuffixDrafter(prompt, corpus, max_match=16, min_prob=0.1, max_nodes=16)
+    d = SuffixDrafter(corpus, max_match=16, min_prob=0.1, max_nodes=16)
     draft = d.draft(prompt, 4, 0.0, torch.Generator())
     n = draft.notes
     assert draft.q is None and n["source"] in ("context", "corpus")
@@ -98,10 +123,8 @@ def test_drafter_picks_the_better_source_and_notes_it():
     assert n["matched_length"] == len(n["matched_suffix"]) and prompt[-n["matched_length"] :] == n["matched_suffix"]
     assert [e["token"] for e in n["tree"]] == draft.tokens and all(e["frequency"] >= 1 for e in n["tree"])
     assert max(draft.depths) <= 4 and len(draft.tokens) <= 16
-    # the context index grows with each round's emitted tokens
-    d.update(prompt, ids(" mat"), torch.zeros(4, 1))
-    assert d.tokens == prompt + ids(" mat")
-    assert d.draft(d.tokens, 4, 0.0, torch.Generator()).notes["matched_lengths"]["context"] >= 8
+    # the context searched is the one asked about, each round's emitted tokens included
+    assert d.draft(prompt + ids(" mat"), 4, 0.0, torch.Generator()).notes["matched_lengths"]["context"] >= 8
 
 
 def test_corpus_index_is_the_training_split_and_cached(target, tmp_path):

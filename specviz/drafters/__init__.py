@@ -74,7 +74,7 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
         return DistilledTreeDrafter(table, s.min_context_count, s.distilled_context, s.distilled_nodes)
     if name == "suffix":
         corpus = corpus_index(chars=target_ckpt.tokenizer.chars)
-        return SuffixDrafter(prompt, corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes)
+        return SuffixDrafter(corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes)
     if name == "layer-skip":
         if target_cache is None:
             raise ValueError("the layer-skip drafter drafts in the target's KV cache: pass target_cache")

@@ -1,9 +1,8 @@
 """Suffix decoding (SuffixDecoding, Oliaro et al., 2024): draft a tree of continuations retrieved
 from suffix indices, with no draft model.
 
-Two indices: one over this generation's own text (prompt and generation so far, extended each
-round in ``update``), one over a reference corpus (the training split of Tiny Shakespeare, built
-once per process). For each, find the longest suffix of the context, at most ``max_match``
+Two sources: this generation's own text (prompt and generation so far), and a reference corpus
+(the training split of Tiny Shakespeare, indexed once per process). For each, find the longest suffix of the context, at most ``max_match``
 tokens, that occurs earlier followed by some token; every occurrence is a vote for what comes
 next. The candidate tree holds the continuations of those occurrences: a node's frequency is how
 many occurrences continue with its path, and its score the path's empirical probability,
@@ -14,13 +13,16 @@ hopeless one nothing. Of the two trees, the one with the larger score (the sum o
 probabilities: the number of tokens it expects accepted) is drafted; its proposals are
 deterministic and the lossless tree verifier walks them.
 
-The index is a suffix array, not a suffix tree: the occurrences of a pattern are one contiguous
-range of sorted suffixes (two binary searches), and a node's children are the runs of the next
-token within its parent's range, already sorted; the range sizes are exactly the occurrence
-counts a suffix tree stores in its nodes, so the drafts are the ones a suffix tree gives, from
-two flat int arrays that numpy builds in seconds and that can be saved without pickle. The
-generation's own index is rebuilt when the text has grown (a few thousand tokens: milliseconds),
-simpler than Ukkonen's online update with the same result.
+The corpus's index is a suffix array, not a suffix tree: the occurrences of a pattern are one
+contiguous range of sorted suffixes (binary searches), and a node's children are the runs of the
+next token within its parent's range, already sorted; the range sizes are exactly the occurrence
+counts a suffix tree stores in its nodes, so the drafts are the ones a suffix tree gives, from two
+flat int arrays that numpy builds in seconds and that can be saved without pickle. The generation's
+own text is not indexed at all: it is a few thousand tokens at most and grows every round, so
+``ContextSearch`` scans it with bytes.find (C speed, microseconds) when a draft is asked for. An
+index rebuilt after every round cost ~0.5 ms a draft call, a third of a target pass, and an
+online suffix tree would cost its upkeep in rounds that never draft; a scan gives the same
+occurrences, and so the same trees, for nothing between drafts.
 """
 
 import bisect
@@ -86,30 +88,99 @@ class SuffixIndex:
         hi = bisect.bisect_right(sa, p, lo=lo, key=lambda i: self.bytes[i : i + m])
         return lo, hi
 
-    def children(self, lo: int, hi: int, depth: int) -> list[tuple[int, int, int]]:
+    def root(self, match: list[int]) -> tuple[int, int, int]:
+        """The candidate tree's root state for a matched suffix: (lo, hi, depth) of its occurrences."""
+        return (*self.find(match), len(match))
+
+    def children(self, state: tuple[int, int, int]) -> list[tuple[int, int, tuple[int, int, int]]]:
         """The tokens that follow the occurrences in [lo, hi), which share their first ``depth``
-        tokens: (token, lo, hi) per child, most frequent first (ties: lowest token)."""
+        tokens: (token, occurrences, the child's state) per child, most frequent first (ties:
+        lowest token)."""
+        lo, hi, depth = state
         if lo < hi and self.sa[lo] + depth == len(self.text):
             lo += 1  # the occurrence that ends the text (it sorts first) has no next token
         nxt = self.text[self.sa[lo:hi] + depth]  # sorted: the ranges of the children
         cut = np.flatnonzero(nxt[1:] != nxt[:-1]) + 1
         starts, ends = [0, *cut.tolist()], [*cut.tolist(), hi - lo]
-        kids = [(int(nxt[a]), lo + a, lo + b) for a, b in zip(starts, ends, strict=True)] if hi > lo else []
-        return sorted(kids, key=lambda c: (c[1] - c[2], c[0]))
+        kids = (
+            [(int(nxt[a]), b - a, (lo + a, lo + b, depth + 1)) for a, b in zip(starts, ends, strict=True)]
+            if hi > lo
+            else []
+        )
+        return sorted(kids, key=lambda c: (-c[1], c[0]))
 
     def followed(self, pattern: list[int]) -> int:
         """Occurrences of ``pattern`` followed by a token."""
-        lo, hi = self.find(pattern)
-        return hi - lo - self.bytes.endswith(bytes(pattern))
+        return self.count(self.root(pattern))
+
+    def count(self, state: tuple[int, int, int]) -> int:
+        """Occurrences in a state followed by a token: all but the one that ends the text, if any."""
+        lo, hi, depth = state
+        return hi - lo - (lo < hi and int(self.sa[lo]) + depth == len(self.text))
+
+    def occurs_followed(self, pattern: list[int]) -> bool:
+        """Whether ``pattern`` occurs followed by a token: one binary search. The occurrence that
+        ends the text, if any, sorts first among the pattern's; the next one then decides."""
+        p, m, sa = bytes(pattern), len(pattern), self.sa
+        i = bisect.bisect_left(sa, p, key=lambda j: self.bytes[j : j + m])
+        if i < len(sa) and sa[i] + m == len(self.bytes):
+            i += 1
+        return i < len(sa) and self.bytes[sa[i] : sa[i] + m] == p
 
     def longest_match(self, context: list[int], max_len: int) -> list[int]:
-        """The longest suffix of ``context`` (at most max_len tokens) that occurs followed by a
-        token. If a suffix does, every shorter one does too, so a binary search on the length."""
-        lo, hi = 0, min(max_len, len(context))
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            lo, hi = (mid, hi) if self.followed(context[-mid:]) else (lo, mid - 1)
-        return context[len(context) - lo :]
+        return longest_match(self, context, max_len)
+
+
+class ContextSearch:
+    """The generation's own text, searched as it is: the same root/children/followed as a
+    SuffixIndex over it, the occurrences found by bytes.find. A state is the list of positions of
+    the tokens that follow a path's occurrences (those that have one)."""
+
+    def __init__(self, tokens: list[int]):
+        self.bytes = bytes(tokens)  # ids < 256: a pattern compares as bytes
+
+    def starts(self, pattern: list[int]) -> list[int]:
+        """Where ``pattern`` occurs followed by a token (overlapping occurrences too)."""
+        p, end, out = bytes(pattern), len(self.bytes) - 1, []
+        i = self.bytes.find(p, 0, end)  # within [0, end): a token follows
+        while i >= 0:
+            out.append(i)
+            i = self.bytes.find(p, i + 1, end)
+        return out
+
+    def followed(self, pattern: list[int]) -> int:
+        return len(self.starts(pattern))
+
+    def count(self, state: list[int]) -> int:
+        return len(state)  # a state holds only the occurrences that a token follows
+
+    def occurs_followed(self, pattern: list[int]) -> bool:
+        return self.bytes.find(bytes(pattern), 0, len(self.bytes) - 1) >= 0
+
+    def longest_match(self, context: list[int], max_len: int) -> list[int]:
+        return longest_match(self, context, max_len)
+
+    def root(self, match: list[int]) -> list[int]:
+        return [i + len(match) for i in self.starts(match)]
+
+    def children(self, state: list[int]) -> list[tuple[int, int, list[int]]]:
+        """(token, occurrences, the child's state) per token that follows, most frequent first
+        (ties: lowest token), as SuffixIndex.children."""
+        text, n, groups = self.bytes, len(self.bytes), {}
+        for i in state:
+            groups.setdefault(text[i], []).append(i + 1)
+        kids = [(t, len(g), g if g[-1] < n else g[:-1]) for t, g in groups.items()]  # the text's end: no next token
+        return sorted(kids, key=lambda c: (-c[1], c[0]))
+
+
+def longest_match(index, context: list[int], max_len: int) -> list[int]:
+    """The longest suffix of ``context`` (at most max_len tokens) that occurs in ``index`` followed
+    by a token. If a suffix does, every shorter one does too, so a binary search on the length."""
+    lo, hi = 0, min(max_len, len(context))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if index.occurs_followed(context[-mid:]) else (lo, mid - 1)
+    return [int(t) for t in context[len(context) - lo :]]
 
 
 def corpus_ids(path: Path, chars: str) -> np.ndarray:
@@ -146,25 +217,25 @@ def corpus_index(
     return SuffixIndex(ids, sa)
 
 
-def candidate_tree(index: SuffixIndex, context: list[int], k: int, max_match: int, min_prob: float,
-                   max_nodes: int) -> dict:  # fmt: skip
+def candidate_tree(index: "SuffixIndex | ContextSearch", context: list[int], k: int, max_match: int,
+                   min_prob: float, max_nodes: int) -> dict:  # fmt: skip
     """The candidate tree one index offers for this context: the matched suffix, its tokens,
     parents, frequencies, probabilities, and score (the sum of the probabilities)."""
     match = index.longest_match(context, max_match)
     tokens, parents, nodes = [], [], []
     if match:
-        lo, hi = index.find(match)
-        total = index.followed(match)
+        root = index.root(match)
+        total = index.count(root)  # the match's occurrences that a token follows
 
-        def children(state):  # state: (lo, hi, depth) of the node's occurrences
-            return [(t, (b - a) / total, (a, b, state[2] + 1)) for t, a, b in index.children(*state)]
+        def children(state):  # state: (occurrences of the node's path, the index's state for it)
+            return [(t, n / total, (n, st)) for t, n, st in index.children(state[1])]
 
-        tokens, parents, nodes = grow_tree(children, (lo, hi, len(match)), k, max_nodes, min_prob)
+        tokens, parents, nodes = grow_tree(children, (total, root), k, max_nodes, min_prob)
     return {
         "match": match,
         "tokens": tokens,
         "parents": parents,
-        "frequency": [b - a for _, _, (a, b, _) in nodes],
+        "frequency": [n for _, _, (n, _) in nodes],
         "probability": [p for _, p, _ in nodes],
         "depth": [d for d, _, _ in nodes],
         "score": sum(p for _, p, _ in nodes),
@@ -174,33 +245,20 @@ def candidate_tree(index: SuffixIndex, context: list[int], k: int, max_match: in
 class SuffixDrafter(Drafter):
     name = "suffix"
     deterministic = True
-    stateful = True  # the context index grows with this generation
     # Per drafted token, in target forward units: a few binary searches over a million suffixes
     # and a numpy pass over each node's occurrences, two trees a round: measured ~0.2 ms per
     # drafted token against ~5 ms for a verify pass on this CPU.
     draft_cost = 0.04
-    # A call after the text grew rebuilds the context index first: 0.57 ms for 212 tokens (measured), against
-    # ~1.7 ms for a baseline round. Adaptive K's idle rounds paid it every 4th round: 0.88x at T = 0.8 (bench,
-    # 2026-11-23); it now shadows every ceil((0.03 + 0.44) / 0.01) = 47th (adaptive.SHADOW_SCORE, SHADOW_BUDGET).
-    call_cost = 0.4
+    # A call's fixed part: the longest matches (binary searches on the length, in the corpus's suffix
+    # array and by bytes.find in the context) and the two trees' roots.
+    call_cost = 0.1
 
-    def __init__(self, prompt: list[int], corpus: SuffixIndex | None, max_match: int = 16, min_prob: float = 0.1,
-                 max_nodes: int = 16):  # fmt: skip
+    def __init__(self, corpus: SuffixIndex | None, max_match: int = 16, min_prob: float = 0.1, max_nodes: int = 16):
         self.corpus, self.max_match, self.min_prob, self.max_nodes = corpus, max_match, min_prob, max_nodes
-        self.tokens = list(prompt)  # the text the context index covers
-        self._index: SuffixIndex | None = None  # built lazily, after the text last grew
-
-    def context_index(self, context: list[int]) -> SuffixIndex:
-        if self.tokens != context:  # not the text update() grew (a reused or rewound drafter)
-            self.tokens, self._index = list(context), None
-        if self._index is None:
-            self._index = SuffixIndex(np.array(self.tokens, dtype=np.int64))
-        return self._index
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
-        context = [int(t) for t in context]
         args = (k, self.max_match, self.min_prob, self.max_nodes)
-        trees = {"context": candidate_tree(self.context_index(context), context, *args)}
+        trees = {"context": candidate_tree(ContextSearch(context), context, *args)}
         if self.corpus is not None:
             trees["corpus"] = candidate_tree(self.corpus, context, *args)
         source = max(trees, key=lambda s: (trees[s]["score"], s == "context"))  # ties: the context
@@ -217,9 +275,3 @@ class SuffixDrafter(Drafter):
             "matched_lengths": {s: len(t["match"]) for s, t in trees.items()},
         }
         return Draft(best["tokens"], best["parents"], None, notes)
-
-    def update(self, context: list[int], emitted: list[int], p: torch.Tensor) -> dict:
-        if self.tokens == list(context):
-            self.tokens += [int(t) for t in emitted]
-            self._index = None
-        return {"context_indexed": len(self.tokens)}

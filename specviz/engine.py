@@ -240,7 +240,8 @@ class Generation:
         self.target.keep([0] + [i + 1 for i in path], [self.tokens[-1]] + [draft.tokens[i] for i in path])
         emitted = verdict.emitted(draft)
         # Row i of emitted_p predicted emitted[i]: the root's row, then each accepted node's.
-        emitted_p = p_rows[[0] + [i + 1 for i in path]]
+        n = len(path)  # a chain's path is a prefix of its nodes: a view, not a gather (~25 us a round)
+        emitted_p = p_rows[: n + 1] if path == list(range(n)) else p_rows[[0] + [i + 1 for i in path]]
         update = {} if self.never_drafts else self.drafter.update(self.tokens, emitted, emitted_p)
         self.tokens += emitted
         if self.adaptive is not None and not self.never_drafts:  # never_drafts: nothing left to learn

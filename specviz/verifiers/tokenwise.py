@@ -47,7 +47,7 @@ class TokenWise(Verifier):
         kids = children_of(draft.parents)
         depths = draft.depths
         deterministic = draft.q is None
-        q_rows = self.rows(draft, V)  # (N, V)
+        q_rows = self.rows(draft, V) if draft.tokens else None  # (N, V); none to build for an idle round
         # At temperature 0 p is one-hot on the target's argmax, and so is every q: a child is
         # accepted iff it is the argmax, and a rejected sibling leaves p unchanged (max(p - q, 0) = p),
         # so the whole walk needs only the argmax of each row.

@@ -19,8 +19,9 @@ CHAINS = ("bigram", "trigram", "nasd", "prompt-lookup", "neural", "distilled", "
 
 NOTES = """\
 tok/fwd is tokens per target forward pass: the speedup if drafting and verifying K+1 tokens cost
-nothing. "of ideal" is speedup / tok/fwd. "draft c" is the time to draft one token and "verify v" the
-time of one verification pass, both in units of one baseline forward pass. "same" says that the
+nothing. "of ideal" is speedup / tok/fwd. "draft c" is the time to draft one token, "verify v" the
+time of one verification pass and "book" a round's bookkeeping (accepting, trimming the cache,
+recording), all in units of one baseline forward pass. "same" says that the
 greedy output was identical to the baseline's, token for token. "A/A" is the baseline timed twice in
 each repeat: a speedup no further from 1.00 than that is noise. "vs base" pairs each run with the
 baseline's run on the same prompt in the same repeat (33 pairs) and calls the drafter faster or
@@ -83,6 +84,9 @@ def section(rows: list[dict], when: str) -> str:
         (r for r in lossless if not r["k_auto"] and r["drafter"] in CHAINS), key=lambda r: -r["fraction_of_ideal"]
     )
     kept = [r for r in at_k4 if r["fraction_of_ideal"] >= 0.8]
+    book = {r["drafter"] + ("" if r["k_auto"] else " K=4") + f" T={r['temperature']:g}": r["accept_cost"]
+            for r in lossless if r["drafter"] in CHAINS + ("none",) and r.get("accept_cost") is not None}  # fmt: skip
+    worst_book = max(book, key=book.get)
     vs = {(r["impl"], r["drafter"]): r for r in rows if r["suite"] == "vs-transformers"}
     ours, theirs = vs[("specviz", "none")]["tokens_per_s"], vs[("transformers", "none")]["tokens_per_s"]
     b0, b8 = best(0.0), best(0.8)
@@ -126,6 +130,7 @@ are `docs/bench.jsonl` (the format the Drafter shoot-out page reads); `--json` p
 | best drafter at T = 0.8, at least 1.8× | {b8["drafter"]} ({k(b8)}): **{b8["speedup"]:.2f}×** | {met(b8["speedup"] >= 1.8)} |
 | drafters in their default configuration (adaptive K) below 1.0× | **{len(below)} of {len(auto)}** below 1.00 (the A/A test read {" and ".join(aa)}): {listed(below)}. Slower than the baseline by the sign test: **{len(slower)}**: {listed(slower)} | {met(not below)} |
 | chain drafters keeping at least 0.8 of their ideal | K = 4: {min(fixed):.2f} to {max(fixed):.2f} ({len(kept)} of {len(at_k4)} rows at 0.8 or more: {", ".join(f"{r['drafter']} T={r['temperature']:g}" for r in kept) or "none"}); adaptive K: {min(fr_auto):.2f} to {max(fr_auto):.2f} | {met(min(fixed) >= 0.8)} |
+| a round's bookkeeping (accept, trim, record), at most 0.1 of a forward pass ("book") | the baseline: {book["none K=4 T=0"]:.3f} at T = 0, {book["none K=4 T=0.8"]:.3f} at T = 0.8; chain drafters, K = 4 and adaptive: {min(book.values()):.3f} to {book[worst_book]:.3f} ({worst_book}) | {met(book[worst_book] <= 0.1)} |
 | our baseline against transformers' greedy `generate`, at least 1.5× | {ours:.0f} against {theirs:.0f} tokens/s: **{ours / theirs:.2f}×** | {met(ours / theirs >= 1.5)} |
 | memory the distilled table adds, at most 150 MB | {distilled:.1f} MB | {met(distilled <= 150)} |
 

@@ -92,6 +92,7 @@ class BenchRow:
     accept_s: float | None  # time accepting, trimming the cache and recording
     draft_cost: float | None  # time per drafted token / time per baseline forward pass (c)
     verify_cost: float | None  # time per verification pass / time per baseline forward pass
+    accept_cost: float | None  # bookkeeping: time accepting, trimming and recording per round / per baseline forward
     same_as_baseline: bool | None  # temperature 0: the same tokens as the baseline; else None
     tau_same_lossless: float | None  # block rows: 1 + mean expected accepted per round, token-wise, same drafts
     tau_same_block: float | None  # block rows: the same under block verification (its expectation, not its draws)
@@ -117,7 +118,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
-            "verdict": None, "verdict_p": None}  # fmt: skip
+            "verdict": None, "verdict_p": None, "accept_cost": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -276,12 +277,14 @@ def _rows(runs, impl, suite, baseline, version, memory=None, **common) -> list[d
         base_secs = [sum(r.seconds for r in rep) for rep in base]
         speedup = statistics.median(b / s for b, s in zip(base_secs, secs, strict=True))
         tpf = tokens / forwards
-        timing = {"draft_s": None, "verify_s": None, "accept_s": None, "draft_cost": None, "verify_cost": None}
+        timing = {"draft_s": None, "verify_s": None, "accept_s": None, "draft_cost": None, "verify_cost": None,
+                  "accept_cost": None}  # fmt: skip
         if impl == "specviz":  # the engine's rounds time their phases; transformers' do not
             timing = {a: _total(reps, a) for a in ("draft_s", "verify_s", "accept_s")}
             base_forward = _total(base, "verify_s") / sum(r.forwards for r in base_first)
             timing["draft_cost"] = timing["draft_s"] / drafted / base_forward if drafted else 0.0
             timing["verify_cost"] = timing["verify_s"] / forwards / base_forward
+            timing["accept_cost"] = timing["accept_s"] / forwards / base_forward
         same = all(r.tokens == b.tokens for r, b in zip(first, base_first, strict=True)) if T == 0 else None
         tau_same = {"lossless": None, "block": None, "traversal": None}
         if all(r.expected is not None for r in first):  # the rules its verifier scored each draft under
@@ -427,7 +430,8 @@ K: the draft depth; auto≤12: adaptive K (each drafter's default configuration)
 tok/fwd: tokens per target forward pass, the speedup if drafting and verifying K+1 tokens cost
 nothing. speedup: over the KV-cached baseline (drafter none) in the same run, median of interleaved
 repeats. of ideal: speedup / tok/fwd. draft c: time to draft one token, verify v: time of one
-verification pass, both relative to one baseline forward pass. same: greedy output identical to the
+verification pass, book: the bookkeeping of one round (accept, trim, record), all three relative
+to one baseline forward pass. same: greedy output identical to the
 baseline's. verify: the verification rule. τ tok, τ block: block rows only, on the run's own
 drafts, 1 + the mean expected accepted tokens per round under token-wise and block verification.
 τ trav: traversal rows (tree drafters), the same under traversal verification (and τ tok beside it).
@@ -460,6 +464,7 @@ COLUMNS = (  # (header, key, format) of the readable table
     ("of ideal", "fraction_of_ideal", "{:.0%}"),
     ("draft c", "draft_cost", "{:.3f}"),
     ("verify v", "verify_cost", "{:.2f}"),
+    ("book", "accept_cost", "{:.3f}"),
     ("same", "same_as_baseline", "{}"),
     ("τ tok", "tau_same_lossless", "{:.2f}"),
     ("τ block", "tau_same_block", "{:.2f}"),

@@ -55,6 +55,9 @@ def test_rows_are_consistent(bench):
         assert r["tokens_per_s"] > 0 and r["seconds"] > 0 and r["speedup"] > 0
         assert r["draft_s"] >= 0 and r["verify_s"] > 0 and r["accept_s"] >= 0
         assert r["draft_s"] + r["verify_s"] + r["accept_s"] <= r["seconds"] * 1.5  # phases of the same runs
+        base = next(b for b in rows if b["drafter"] == "none" and b["temperature"] == r["temperature"])
+        per_forward = base["verify_s"] / base["target_forwards"]  # bookkeeping per round, in baseline forwards
+        assert r["accept_cost"] == pytest.approx(r["accept_s"] / r["target_forwards"] / per_forward)
         if r["drafter"] == "none":
             # by construction: the baseline divided by itself, one token per forward pass, nothing drafted
             assert r["speedup"] == 1.0 and r["tokens_per_forward"] == 1.0 and r["fraction_of_ideal"] == 1.0

@@ -54,7 +54,7 @@ PRIOR = (1.0, 1.0)  # Beta(successes, failures) prior on alpha
 SHADOW_COST = 0.1  # drafters at most this costly are scored in K = 0 rounds
 SHADOW_EVERY = 4  # ... every 4th such round at most: alpha moves slowly, and a shadow draft is not free
 # ... and no more often than keeps their cost, spread over the idle rounds, at this share of a forward pass:
-# a drafter with a fixed cost per call (suffix decoding rebuilds its context index) shadows more rarely.
+# a drafter with a fixed cost per call (suffix decoding searches its text and the corpus) shadows more rarely.
 SHADOW_BUDGET = 0.01
 # A shadow costs more than its draft call: scoring it (verifiers.expected_acceptance) and a slower round,
 # whose every small op runs on caches the drafter's look-up and the target's pass have flushed. Measured

@@ -39,7 +39,17 @@ forward, the trigram at T = 0.8 1.98 -> 1.86 (5 presets, 256 tokens, 2026-11-24)
 cautious estimate to resume drafting after idle rounds (alpha less one standard deviation of its Beta
 posterior, against resuming right after lucky shadows: NASD at T = 0.8 resumed at a mean alpha of 0.45
 and was accepted 0.31 of the time): the trigram fell 2.07 -> 1.91 tokens per forward at T = 0 and
-1.98 -> 1.75 at T = 0.8, suffix decoding 1.51 -> 1.05 at T = 0 (same 5 presets).
+1.98 -> 1.75 at T = 0.8, suffix decoding 1.51 -> 1.05 at T = 0 (same 5 presets). Four more, measured
+against the baseline run alongside (11 presets, 256 tokens, 2026-11-24), were not kept either. Scaling
+the expected accepted tokens by what past drafting rounds accepted over what they were predicted to (a
+calibration: the rounds that resume after lucky shadows are predicted ~20% too many tokens): the trigram
+at T = 0.8 fell 1.47x -> 1.21x, the distilled drafter 2.10x -> 1.96x, and the idle drafters it was meant
+to spare gained nothing, their loss being readiness, not drafting. MIN_GAIN 1.3: the trigram at T = 0.8
+1.50x -> 1.33x, suffix decoding at T = 0 1.49x -> 1.29x. SHADOW_BUDGET 0.005: suffix decoding at T = 0
+1.52x -> 1.43x, NASD 1.55x -> 1.50x, and nothing gained at T = 0.8. Retiring at T > 0 (K = 0 for good
+once 12 observations average 0.1 below the break-even alpha): most idle drafters see too few
+observations in 256 tokens to retire early (Medusa shadows every 25th idle round), and the paired runs
+that were slower stayed slower (trie 19 of 22 either way, Medusa 20 -> 21, prompt lookup 14 -> 17).
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.

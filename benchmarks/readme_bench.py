@@ -37,28 +37,29 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-Why some default configurations still lose, by 1-3%. A drafter that adaptive K idles either never
-drafts again, or stays ready to resume. Never again: it is too costly to shadow (the neural drafts,
-EAGLE, layer-skip) or no acceptance could pay for its pass; then the engine neither asks nor updates
-it and keeps no features for it, and its rounds are plain decoding's. Those rows read 0.993-1.003×,
-ties by the sign test, as close to 1 as the A/A test. Ready to resume: every few idle rounds it
-drafts one level that is scored but not verified (a shadow), and every round it learns from the
-emitted tokens (NASD's table, suffix decoding's index, lookahead's window). After a ~1 ms target
-pass the CPU's caches are cold, and small Python work costs several times what it costs alone.
-Measured on 11 presets at T = 0.8 (1 thread, 2026-11-24): NASD's update takes 1.8 µs in a loop and
-12-14 µs in a round; a shadow round has a median 36-45 µs more than an idle one for the trie and
-prompt lookup; a suffix-decoding shadow costs ~0.8 ms (its context index is rebuilt). Where drafting
-never pays, that readiness is the whole loss: here lookahead at both temperatures, and the look-up
-drafters at T = 0.8, where a deterministic guess matches the target's sampled token a third to a
-half of the time. Suffix decoding and Medusa also
-resume at a loss. They resume right after lucky shadows: NASD resumed at a mean estimated acceptance
-of 0.45 and was accepted 0.31 of the time. And a suffix round costs 1.8 baseline rounds (index
-rebuild, a 16-node tree verified), where adaptive K prices it at 1.4-1.6. Two fixes were tried and
-measured worse: a cautious estimate to resume, and shadows that back off while idle. Each cost the
-drafters that do pay far more than the 1-2% it saved (specviz/adaptive.py's docstring has the
-figures). Chain drafters keep at most about 1 / v(K + 1) of their ideal: the verify pass over 5
-tokens still costs 1.2-1.4 one-token passes here, so at K = 4 only the cheapest drafters, with short
-drafts, reach 0.8."""
+Why some default configurations still lose, by 1-2%. A drafter that adaptive K idles either never
+drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,
+layer-skip; or no acceptance could pay for its pass): the engine neither asks nor updates it and
+keeps no features for it, and those rows tie the baseline within the A/A test's noise. Ready to
+resume: every few idle rounds it drafts one level that is scored but not verified (a shadow, kept
+within 1% of a pass), and every round it learns from the emitted tokens (NASD's table, lookahead's
+window). Measured apart over 11 presets × 256 tokens × 2 at T = 0.8 (1 thread, 2026-11-24), in
+baseline rounds lost per 1000 rounds: idle rounds' extra work 2-15, shadows 9-17, and the rounds that
+do draft about break even: the trie's cost 1.45 baseline rounds and emitted 1.50 tokens, Medusa's
+2.05 and 2.04. Those rounds come right after lucky shadows and are predicted ~20% too many tokens (the
+trie 1.89 predicted, 1.50 emitted; prompt lookup 1.65 and 1.37). The loss is spread evenly over the
+prompts (the trie read 0.978-0.991 on each of the 11): it is the price of staying ready, not of a bad
+stretch. After a ~1 ms target pass the CPU's caches are cold and small Python work costs several
+times what it costs alone (silu on 256 floats: 8.7 µs right after a target step, 1.1 µs in a loop),
+so readiness costs more than its code suggests. Four remedies were measured and not kept: a
+calibration of the predicted tokens, a higher MIN_GAIN, half the shadow budget, and retiring a drafter
+for good at T > 0 (specviz/adaptive.py's docstring has the figures). Chain drafters keep at most
+about 1 / v(K + 1) of their ideal: measured in rounds, a verify pass over N tokens costs v(2) = 1.14,
+v(5) = 1.26, v(9) = 1.52 and v(17) = 1.86 one-token passes here, so at K = 4 only the cheapest
+drafters, with short drafts, reach 0.8. Bookkeeping: a plain round's is 0.04-0.06 of a pass; a
+sampled round that drafts also checks each drafted position (p(x), q(x), a uniform draw, and on a
+rejection the residual and a draw from it, ~15 µs a position), which puts chain drafters at T = 0.8
+at 0.10-0.12."""
 
 
 def section(rows: list[dict], when: str) -> str:

@@ -55,6 +55,23 @@ def test_the_pool_collects_each_columns_chain_and_the_window_moves_on():
     assert d.levels == [[42, 43, 43], [51, 43, 43]] and d.preds == []
 
 
+def test_an_idle_round_leaves_the_window_as_advance_would():
+    """update() skips the work of a round where no column ran (adaptive K idling) once the levels
+    agree; on random windows, settled or not, the window it leaves is advance(1)'s, and so are its notes."""
+    g = torch.Generator().manual_seed(1)
+    for _ in range(500):
+        W, N = int(torch.randint(1, 6, (), generator=g)), int(torch.randint(2, 6, (), generator=g))
+        fast, slow = (LookaheadDrafter([0, 1], 256, W, N, 3) for _ in range(2))
+        levels = torch.randint(3, (N - 1, W), generator=g).tolist()
+        if torch.rand((), generator=g) < 0.5:  # settled: every level the top level's guesses
+            levels = [list(levels[-1]) for _ in levels]
+        fast.levels, slow.levels = [list(r) for r in levels], [list(r) for r in levels]
+        notes = fast.update([5, 6], [7], None)
+        slow.advance(1)
+        assert fast.levels == slow.levels and fast.preds == []
+        assert notes == {"collected": [], "new": 0, "shift": 1, "pool_size": len(slow.pool)}
+
+
 @torch.no_grad()
 def greedy(model, ctx: list[int], n: int) -> list[int]:
     out = list(ctx)

@@ -216,6 +216,12 @@ class LookaheadDrafter(Drafter):
             new.append(row + [row[-1] if row else 0] * (W - len(row)))
         self.levels = new
 
+    def settled(self) -> bool:
+        """Whether every level holds the top level's guesses: then advance(1) with no new
+        predictions changes nothing (each level takes the one above, the top keeps its own)."""
+        top = self.levels[-1]
+        return all(row == top for row in self.levels[:-1])
+
     def collect(self, root: int) -> list[tuple[int, ...]]:
         """The n-gram each column run this round wrote: its chain, upwards, and its prediction."""
         out = []
@@ -225,6 +231,10 @@ class LookaheadDrafter(Drafter):
         return out
 
     def update(self, context, emitted, p):
+        if not self.preds and len(emitted) == 1 and self.levels is not None and self.settled():
+            # An idle round (adaptive K's K = 0): no column ran, and a one-token shift of a window
+            # whose levels all agree leaves it as it is (advance's rule), so there is nothing to do.
+            return {"collected": [], "new": 0, "shift": 1, "pool_size": len(self.pool)}
         grams = self.collect(context[-1])
         new = [g for g in grams if self.pool.add(g, "jacobi")]
         self.advance(len(emitted))

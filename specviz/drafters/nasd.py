@@ -37,7 +37,9 @@ class NASDDrafter(Drafter):
             self._add(tuple(prompt[pos - n + 1 : pos]), prompt[pos])
 
     def _add(self, ctx: tuple[int, ...], token: int) -> None:
-        counts = self.storage.setdefault(ctx, Counter())
+        counts = self.storage.get(ctx)
+        if counts is None:  # not setdefault(ctx, Counter()): that builds a Counter on every call
+            counts = self.storage[ctx] = Counter()
         self.entries += token not in counts
         counts[token] += 1
         self.unigram[token] += 1

@@ -40,7 +40,7 @@ def draw(probs: torch.Tensor, gen: torch.Generator) -> int:
     An exponential race: each token's clock rings after an Exp(1) wait divided by its probability,
     and the first to ring, argmax p_i / E_i, is token i with probability p_i. It is torch.multinomial's
     own method for one sample (the same draws from the same generator: tests/test_sampling.py) without
-    its input checks, which cost ~60 us a call in a round (half the bookkeeping of a sampled round)."""
+    its input checks: a draw in a round took ~60 us with them, ~25 us without (medians, T = 0.8)."""
     if float(probs.max()) >= 1.0:  # one-hot (the cheapest test: a sampled row rarely is)
         return int(probs.argmax())
     clocks = torch.empty_like(probs).exponential_(1.0, generator=gen)  # (V,)

@@ -78,6 +78,25 @@ def attn_bias(P: int, new: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return bias
 
 
+_BANDS: dict[torch.dtype, torch.Tensor] = {}  # per dtype: band[i, j] = -inf iff j > i + D, else 0
+
+
+def causal_bias(P: int, T: int, dtype: torch.dtype) -> torch.Tensor:
+    """attn_bias(P, causal (T, T)), a chain's mask, as a view of one band built once per dtype:
+    a chain's verify pass builds no mask (building one cost ~25 us a pass in a round). Column c
+    of the view is column c + D - P of the band, -inf iff c > i + P: row i sees the cache and
+    the new tokens up to itself. Never written. -> (T, P+T) view"""
+    band = _BANDS.get(dtype)
+    rows = 0 if band is None else band.size(0)
+    D = 0 if band is None else band.size(1) - rows
+    if rows < T or D < P:
+        rows, D = max(T, 64), max(P, 1024)
+        band = torch.zeros(rows, D + rows, dtype=dtype)
+        band.masked_fill_(torch.ones(rows, D + rows, dtype=torch.bool).triu(D + 1), float("-inf"))
+        _BANDS[dtype] = band  # views of an older band stay valid
+    return band[:T, D - P : D + T]
+
+
 def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: int, bias, n_head: int) -> torch.Tensor:
     """One GPT Block over x (T, C), without nn.Module calls: its keys and values are written into
     K, V (nh, capacity, hs) at entries P..P+T-1, and it attends to entries 0..P+T-1 as ``bias``
@@ -185,10 +204,11 @@ class CachedModel:
         bool among the new tokens, True = may attend (None: causal); every new token sees the whole
         cache. -> (T, V) logits, or None."""
         T, P = len(tokens), self.length
-        bias = None
-        if T > 1 and P > 0 or tree_mask is not None:
-            new = tree_mask if tree_mask is not None else torch.ones(T, T, dtype=torch.bool).tril()
-            bias = attn_bias(P, new, self.dtype)  # (T, P+T)
+        bias = None  # a prefill (P = 0) or one token
+        if tree_mask is not None:
+            bias = attn_bias(P, tree_mask, self.dtype)  # (T, P+T)
+        elif T > 1 and P > 0:  # a chain after the cache
+            bias = causal_bias(P, T, self.dtype)  # (T, P+T) view
         self._new = 0
         return self._run(tokens, positions, bias, logits)
 
@@ -249,8 +269,8 @@ class CachedModel:
     def keep(self, new: list[int], tokens: list[int]) -> None:
         """Commit entries of the last forward: ``new`` are their indices among its inputs (a
         chain's prefix, or a tree's accepted path), ``tokens`` the tokens they hold."""
-        assert len(new) == len(tokens) and all(0 <= i < self._new for i in new)
         P, n = self.length, len(new)
+        assert n == len(tokens) and (n == 0 or min(new) >= 0 and max(new) < self._new)
         if new != list(range(n)):  # a tree's path: gather it into place after the cache
             src = torch.tensor(new, device=self.device) + P
             for K, V in self.kv:
@@ -258,7 +278,7 @@ class CachedModel:
                 V[:, P : P + n] = V.index_select(1, src)
             if self.feature_layers:
                 self.feats[:, P : P + n] = self.feats.index_select(1, src)
-        self.cached = self.cached + list(tokens)
+        self.cached += tokens  # in place: no one else holds the list (copy_from and trim_to copy)
         self._new = 0
 
     def sync(self, context: list[int]) -> bool:

@@ -24,7 +24,7 @@ from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Dra
 from specviz.drafters.base import Draft, chain, tree_mask
 from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
-from specviz.sampling import probs_from_logits
+from specviz.sampling import Stream, probs_from_logits
 from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_verifier
 
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
@@ -184,7 +184,7 @@ class Generation:
         self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()
         if self.never_drafts:
             self.target.capture(())
-        self.gen = torch.Generator().manual_seed(settings.seed)
+        self.gen = Stream().manual_seed(settings.seed)
         self.tokens = list(prompt)
         self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
         self.lock = threading.Lock()
@@ -256,7 +256,7 @@ class Generation:
             kv_before=kv_before,
             kv_after_verify=kv_before + len(positions),
             kv_after_trim=self.target.length,
-            kv_kept=list(range(kv_before + 1)) + [kv_before + 1 + i for i in path],
+            kv_kept=[kv_before] + [kv_before + 1 + i for i in path],
             draft_tokens=draft.tokens,
             draft_parents=draft.parents,
             draft_positions=positions[: 1 + len(draft.tokens)],

@@ -57,7 +57,7 @@ class RoundRecord:
     kv_before: int  # cache length when verification starts
     kv_after_verify: int  # + the root, every drafted token and any extra tokens
     kv_after_trim: int  # what stays: the root and the accepted path
-    kv_kept: list[int]  # cache indices kept (a prefix for chains, a gathered path for trees)
+    kv_kept: list[int]  # entries of this pass that stay: the root, the accepted path (all before kv_before stay)
     draft_tokens: list[int]
     draft_parents: list[int]  # -1 = child of the root
     draft_positions: list[int]  # position ids sent to the target: root first, then each node

@@ -7,7 +7,7 @@ import torch
 
 from models.checkpoint import load_checkpoint
 from models.gpt import PositionError
-from specviz.cached_model import CachedModel, lean_weights, window_start
+from specviz.cached_model import CachedModel, attn_bias, causal_bias, lean_weights, window_start
 from specviz.drafters.base import tree_mask
 from specviz.engine import Generation, Settings
 
@@ -45,6 +45,13 @@ def test_prefill_then_one_token_then_a_chain(ckpt):
     chain = [ids[-1], 5, 17, 42, 1]
     got = lean.forward(chain, list(range(P, P + 5)))  # (5, V): causal among the new tokens
     assert close(got, reference(ckpt, chain, list(range(P, P + 5)), past)[0])
+
+
+def test_a_chains_bias_view_is_the_causal_mask_it_stands_for():
+    for dtype in (torch.float32, torch.float64):
+        for P, T in ((1, 2), (7, 5), (300, 33), (2000, 100), (3, 5)):  # the last two grow the band, then reuse it
+            view = causal_bias(P, T, dtype)
+            assert torch.equal(view, attn_bias(P, torch.ones(T, T, dtype=torch.bool).tril(), dtype))
 
 
 def test_tree_attention_matches_the_reference_mask(ckpt):

@@ -181,7 +181,7 @@ def test_exactness_lab_catches_seed_004s_rule():
     state = at.session_state
     assert state["ctl_verification"] == "nasd-seed" and state["ctl_drafter"] == "nasd"
     assert state["ctl_prompt"] == preset("Repetitive").text
-    at.number_input(key="ex_samples").set_value(200)
+    assert at.number_input(key="ex_samples").value == 1000  # the default: enough runs to catch it (200 may not)
     at.radio(key="ex_tokens").set_value(2)
     at.button(key="ex_run").click()
     rerun(at)

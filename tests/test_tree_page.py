@@ -24,7 +24,8 @@ APP = Path(__file__).resolve().parents[1] / "app.py"
 def run():
     target = load_checkpoint("target")
     prompt = target.tokenizer.encode(preset("Quote a passage").text)
-    session = Session(target, prompt, Settings(drafter="trie", max_new_tokens=60), None)
+    settings = Settings(drafter="trie", max_new_tokens=60, seed=3)  # this seed has a round with 4 accepted
+    session = Session(target, prompt, settings, None)
     session.run_to_end()
     return session
 
@@ -130,7 +131,7 @@ def test_kv_gather_holds_the_kept_entries(run):
     r = best_tree(run)
     fig = charts.kv_gather_figure(r, run.generation.trace.vocab, root_of(run, r))
     t = traces_by_name(fig)
-    kept = [i for i in r.kv_kept if i >= r.kv_before]
+    kept = r.kv_kept
     assert kept == [r.kv_before] + [r.kv_before + 1 + i for i in r.accepted_path]
     assert sorted(t["after verify: kept"].x) == kept
     assert len(t["after verify: kept"].x) + len(t["after verify: dropped"].x) == r.kv_after_verify - r.kv_before

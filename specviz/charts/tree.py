@@ -243,7 +243,7 @@ def kv_gather_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
     """Top row: the cache after verification (root at kv_before, then one entry per drafted
     token). Bottom row: after the gather, the root and the accepted path, moved together."""
     labels = _slot_labels(r, vocab, root_token)
-    kept = [i for i in r.kv_kept if i >= r.kv_before]  # the root, then the accepted path
+    kept = r.kv_kept  # the root, then the accepted path
     written = list(range(r.kv_before, r.kv_after_verify))
     fig = go.Figure()
     for old, new in zip(kept, range(r.kv_before, r.kv_before + len(kept)), strict=True):

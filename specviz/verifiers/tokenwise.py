@@ -20,8 +20,8 @@ import torch
 
 from specviz.drafters.base import Draft
 from specviz.record import PositionRecord
-from specviz.sampling import draw, uniform
-from specviz.verifiers.base import Verdict, Verifier, children_of, proposal_rows
+from specviz.sampling import draw, uniform, without
+from specviz.verifiers.base import Verdict, Verifier, children_of, one_hot_rows, proposal_rows
 from specviz.verifiers.multidraft import sibling_rows
 
 
@@ -43,11 +43,16 @@ class TokenWise(Verifier):
         return sibling_rows(draft, V, draft.sampling)
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
+        if not draft.tokens:  # plain decoding (an idle round): the bonus from the root's row, nothing to walk
+            p = p_rows[0]
+            return Verdict(bonus_p=p, bonus=draw(p, gen))  # one-hot at temperature 0: no randomness
         V = p_rows.size(-1)
         kids = children_of(draft.parents)
         depths = draft.depths
         deterministic = draft.q is None
-        q_rows = self.rows(draft, V) if draft.tokens else None  # (N, V); none to build for an idle round
+        # q per node, (N, V), for sampled drafts; a deterministic node's q is a row of the identity,
+        # taken only for the nodes tried (building every row costs ~10 us in a round).
+        q_rows = one_hot_rows(V) if deterministic else self.rows(draft, V)
         # At temperature 0 p is one-hot on the target's argmax, and so is every q: a child is
         # accepted iff it is the argmax, and a rejected sibling leaves p unchanged (max(p - q, 0) = p),
         # so the whole walk needs only the argmax of each row.
@@ -57,7 +62,8 @@ class TokenWise(Verifier):
         while True:
             chosen = None
             for c in kids[node]:
-                x, q = draft.tokens[c], q_rows[c]
+                x = draft.tokens[c]
+                q = q_rows[x] if deterministic else q_rows[c]
                 qx = 1.0 if deterministic else float(q[x])
                 if top is not None:
                     px = float(x == top[node + 1])
@@ -74,7 +80,7 @@ class TokenWise(Verifier):
                     chosen = c
                     break
                 if top is None:
-                    p = residual(p, q)
+                    p = without(p, x) if deterministic else residual(p, q)  # one-hot q: max(p - q, 0) is p without x
             if chosen is None:
                 last = top[node + 1] if top is not None else draw(p, gen)
                 if kids[node]:  # every child rejected

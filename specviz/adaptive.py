@@ -56,7 +56,7 @@ the same seed, and exactness holds because K is fixed before the round's draft i
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -159,9 +159,17 @@ class AdaptiveK:
 
     def choose(self, limit: int) -> Choice:
         """The K for the next round, at most ``limit`` (the engine's own bound). Runs every round,
-        so an idle drafter that learns nothing new (no shadow drafts) reuses its last answer."""
-        if self._last is not None and self._last[0] == limit:
-            return self._last[1]
+        so an idle drafter that learns nothing new (no shadow drafts) reuses its last answer; a K = 0
+        answer also holds for a smaller limit (the rates up to it are a prefix of the same list), which
+        the last rounds before a window jump and before max_new_tokens have (~30 a generation)."""
+        if self._last is not None:
+            last_limit, last = self._last
+            if last_limit == limit:
+                return last
+            if last.k == 0 and limit < last_limit:
+                choice = replace(last, k_max=min(self.k_max, limit))
+                self._last = (limit, choice)
+                return choice
         choice = self._best(min(self.k_max, limit))
         self._last = (limit, choice)
         return choice

@@ -103,6 +103,15 @@ def test_idle_rounds_still_learn_from_unverified_drafts():
     assert a.alpha > 0.85 and a.choose(12).k >= 4
 
 
+def test_a_cached_choice_is_the_one_made_afresh_as_the_limit_falls():
+    for alpha in (0.05, 0.3, 0.6, 0.95):
+        for c in (0.02, 0.1, 0.45):
+            cached, fresh = learnt(alpha, c=c), learnt(alpha, c=c)
+            for limit in (12, 12, 9, 5, 5, 2, 1, 0, 12, 3):  # room before a window jump, then a new window
+                fresh._last = None
+                assert cached.choose(limit) == fresh.choose(limit), (alpha, c, limit)
+
+
 def test_a_drafter_too_costly_to_shadow_that_chose_k_0_never_drafts():
     assert AdaptiveK(12, 0.45).never_drafts()  # K = 0 at the prior, and no shadow will ever say otherwise
     assert not AdaptiveK(12, 0.02).never_drafts()  # a cheap one: its shadow drafts keep it learning

@@ -20,7 +20,7 @@ import torch
 
 from specviz.drafters.base import Draft
 from specviz.record import PositionRecord
-from specviz.sampling import draw, uniform, without
+from specviz.sampling import draw, uniform
 from specviz.verifiers.base import Verdict, Verifier, children_of, one_hot_rows, proposal_rows
 from specviz.verifiers.multidraft import sibling_rows
 
@@ -80,7 +80,8 @@ class TokenWise(Verifier):
                     chosen = c
                     break
                 if top is None:
-                    p = without(p, x) if deterministic else residual(p, q)  # one-hot q: max(p - q, 0) is p without x
+                    # a one-hot q leaves p without x, renormalised: two ops (p(x) - p(x) * 1 is exactly 0)
+                    p = p.sub(q, alpha=px).div_(1.0 - px) if deterministic else residual(p, q)
             if chosen is None:
                 last = top[node + 1] if top is not None else draw(p, gen)
                 if kids[node]:  # every child rejected

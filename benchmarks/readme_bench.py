@@ -49,17 +49,19 @@ do draft about break even: the trie's cost 1.45 baseline rounds and emitted 1.50
 2.05 and 2.04. Those rounds come right after lucky shadows and are predicted ~20% too many tokens (the
 trie 1.89 predicted, 1.50 emitted; prompt lookup 1.65 and 1.37). The loss is spread evenly over the
 prompts (the trie read 0.978-0.991 on each of the 11): it is the price of staying ready, not of a bad
-stretch. After a ~1 ms target pass the CPU's caches are cold and small Python work costs several
-times what it costs alone (silu on 256 floats: 8.7 µs right after a target step, 1.1 µs in a loop),
-so readiness costs more than its code suggests. Four remedies were measured and not kept: a
-calibration of the predicted tokens, a higher MIN_GAIN, half the shadow budget, and retiring a drafter
-for good at T > 0 (specviz/adaptive.py's docstring has the figures). Chain drafters keep at most
-about 1 / v(K + 1) of their ideal: measured in rounds, a verify pass over N tokens costs v(2) = 1.14,
-v(5) = 1.26, v(9) = 1.52 and v(17) = 1.86 one-token passes here, so at K = 4 only the cheapest
-drafters, with short drafts, reach 0.8. Bookkeeping: a plain round's is 0.04-0.06 of a pass; a
-sampled round that drafts also checks each drafted position (p(x), q(x), a uniform draw, and on a
-rejection the residual and a draw from it, ~15 µs a position), which puts chain drafters at T = 0.8
-at 0.10-0.12."""
+stretch. After a ~1 ms target pass the CPU's caches are cold and small work costs several times what
+it costs alone (silu on 256 floats: 8.7 µs right after a target step, 1.1 µs in a loop; one
+torch.rand call 17 µs), so the round's own bookkeeping avoids torch calls where Python lists do: the
+uniforms come from a buffer (sampling.Stream), a draw is an inverse CDF over the row's 65 floats, a
+chain's attention mask is a view. Four remedies for the idle loss were measured and not kept: a
+calibration of the predicted tokens, a higher MIN_GAIN, half the shadow budget, and retiring a
+drafter for good at T > 0 (specviz/adaptive.py's docstring has the figures). Chain drafters keep at
+most about 1 / v(K + 1) of their ideal: a verify pass over N tokens after a 200-token cache costs
+v(2) = 1.13, v(5) = 1.23, v(9) = 1.55 and v(17) = 1.87 one-token passes here (float32 arithmetic:
+a 5-row pass does five times the multiply-adds of a 1-row one), so at K = 4 only drafters with short
+or cheap drafts reach 0.8. Bookkeeping: a plain round's is 0.03-0.05 of a pass and a chain drafter's
+at most 0.09; a tree's is higher at T = 0.8, since every child tried is a check and every rejected one
+a residual."""
 
 
 def section(rows: list[dict], when: str) -> str:

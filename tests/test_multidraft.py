@@ -73,3 +73,28 @@ def test_a_one_hot_q_leaves_no_second_sibling_without_replacement():
     q = torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64)
     assert [t for t, _, _ in sibling_draws(q, 2, "without-replacement")] == []  # the second draw has no mass
     assert float(without(q, 1).sum()) == 0.0
+
+
+@pytest.mark.parametrize("verifier", [TokenWise(), Mismatch()], ids=lambda v: v.name)
+@pytest.mark.parametrize("sampling", ["with-replacement", "without-replacement"])
+def test_the_walk_tries_each_child_against_the_row_the_maths_above_uses(verifier, sampling):
+    """verify() derives a sibling's q only when it tries it; each must be, bit for bit, the row of
+    verifier.rows() that the exact enumerations above prove (or disprove) lossless."""
+    V, k = 6, 4
+    tried = 0
+    for seed in range(40):
+        p, q = random_pair(V, seed)
+        g = torch.Generator().manual_seed(seed)
+        tokens, qs, rest = [], [], q
+        for _ in range(k):
+            tokens.append(int(torch.multinomial(rest, 1, generator=g)))
+            qs.append(rest)
+            if sampling == "without-replacement":
+                rest = without(rest, tokens[-1])
+        draft = Draft(tokens, [-1] * k, torch.stack(qs), sampling=sampling)
+        rows = verifier.rows(draft, V)
+        verdict = verifier.verify(draft, torch.stack([p] + [q] * k), 1.0, g)
+        for check in verdict.checks:
+            assert torch.equal(check.q, rows[check.node])
+        tried += len(verdict.checks)
+    assert tried > 40 * 1.5  # later siblings were tried, not only first ones

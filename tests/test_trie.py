@@ -2,6 +2,8 @@ import json
 import random
 
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from specviz.drafters.base import tree_mask
 from specviz.drafters.trie import NGramTrie, TrieDrafter
@@ -175,3 +177,20 @@ def test_tree_mask():
     assert torch.equal(tree_mask([]), torch.ones(1, 1, dtype=torch.bool))
     chain = tree_mask([-1, 0, 1])  # a chain is causal
     assert torch.equal(chain, torch.ones(4, 4, dtype=torch.bool).tril())
+
+
+@given(st.lists(st.integers(0, 10**6), max_size=40))
+def test_tree_mask_is_ancestry_on_any_tree(picks):
+    """mask[i, j] iff j is i or an ancestor of i, on random depth-first-valid trees (any parent
+    before its child), against the definition walked up parent by parent."""
+    parents = [pick % (i + 1) - 1 for i, pick in enumerate(picks)]  # -1 .. i - 1
+    mask = tree_mask(parents)
+    n = len(parents) + 1
+    expected = torch.zeros(n, n, dtype=torch.bool)
+    for row in range(n):
+        node = row - 1
+        expected[row, 0] = True
+        while node >= 0:
+            expected[row, node + 1] = True
+            node = parents[node]
+    assert mask.shape == (n, n) and mask.dtype == torch.bool and torch.equal(mask, expected)

@@ -8,10 +8,7 @@ come out too often. On chains and deterministic trees it is the lossless rule (n
 mismatch).
 """
 
-import torch
-
 from specviz.drafters.base import Draft
-from specviz.verifiers.multidraft import sibling_rows
 from specviz.verifiers.tokenwise import TokenWise
 
 
@@ -20,6 +17,5 @@ class Mismatch(TokenWise):
     lossless = False
     summary = "WRONG on purpose: a without-replacement tree verified as if drawn with replacement (biased)"
 
-    def rows(self, draft: Draft, V: int) -> torch.Tensor:
-        sampling = "with-replacement" if draft.sampling == "without-replacement" else draft.sampling
-        return sibling_rows(draft, V, sampling)
+    def sampling(self, draft: Draft) -> str | None:
+        return "with-replacement" if draft.sampling == "without-replacement" else draft.sampling

@@ -29,6 +29,11 @@ from specviz.verifiers.base import children_of, proposal_rows
 SAMPLINGS = ("with-replacement", "without-replacement")
 
 
+def next_sibling_q(q: torch.Tensor, x: int, sampling: str | None) -> torch.Tensor:
+    """What the sibling after one drawn from ``q`` as token ``x`` was drawn from. (V,)"""
+    return without(q, x) if sampling == "without-replacement" else q
+
+
 def sibling_rows(draft: Draft, V: int, sampling: str | None) -> torch.Tensor:
     """The q each node is tried against, (N, V), if its siblings were drawn as ``sampling`` says
     (None: a chain, or deterministic children: each node's own q, one-hot if none)."""
@@ -42,6 +47,5 @@ def sibling_rows(draft: Draft, V: int, sampling: str | None) -> torch.Tensor:
         q = rows[children[0]]  # the node's draft distribution: what its first child was drawn from
         for c in children:
             out[c] = q
-            if sampling == "without-replacement":
-                q = without(q, draft.tokens[c])
+            q = next_sibling_q(q, draft.tokens[c], sampling)
     return out

@@ -21,8 +21,8 @@ import torch
 from specviz.drafters.base import Draft
 from specviz.record import PositionRecord
 from specviz.sampling import draw, uniform
-from specviz.verifiers.base import Verdict, Verifier, children_of, one_hot_rows, proposal_rows
-from specviz.verifiers.multidraft import sibling_rows
+from specviz.verifiers.base import Verdict, Verifier, children_of, one_hots, proposal_rows
+from specviz.verifiers.multidraft import SAMPLINGS, next_sibling_q, sibling_rows
 
 
 def residual(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
@@ -38,9 +38,13 @@ class TokenWise(Verifier):
     name = "lossless"
     summary = "token by token from the root: accept x with min(1, p(x)/q(x)), else go on with the residual"
 
+    def sampling(self, draft: Draft) -> str | None:
+        """How the verifier takes the draft's siblings to have been drawn: as the draft says."""
+        return draft.sampling
+
     def rows(self, draft: Draft, V: int) -> torch.Tensor:
-        """The q each node is tried against, (N, V): as the siblings were drawn."""
-        return sibling_rows(draft, V, draft.sampling)
+        """The q each node is tried against, (N, V) (the walk derives only the rows it tries)."""
+        return sibling_rows(draft, V, self.sampling(draft))
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
         if not draft.tokens:  # plain decoding (an idle round): the bonus from the root's row, nothing to walk
@@ -48,11 +52,14 @@ class TokenWise(Verifier):
             return Verdict(bonus_p=p, bonus=draw(p, gen))  # one-hot at temperature 0: no randomness
         V = p_rows.size(-1)
         kids = children_of(draft.parents)
-        depths = draft.depths
         deterministic = draft.q is None
-        # q per node, (N, V), for sampled drafts; a deterministic node's q is a row of the identity,
-        # taken only for the nodes tried (building every row costs ~10 us in a round).
-        q_rows = one_hot_rows(V) if deterministic else self.rows(draft, V)
+        # The q each child is tried against, derived only for the children tried (self.rows would
+        # build all N: ~200 us a round for a sampled tree of 16 nodes): a deterministic child's is a
+        # row of the identity; a sampled node's first child's is its draft row, and each later
+        # sibling's follows from the one before as the draft's sampling says (multidraft.py).
+        q_rows = one_hots(V) if deterministic else draft.q
+        sampling = self.sampling(draft)
+        lazy = sampling in SAMPLINGS
         # At temperature 0 p is one-hot on the target's argmax, and so is every q: a child is
         # accepted iff it is the argmax, and a rejected sibling leaves p unchanged (max(p - q, 0) = p),
         # so the whole walk needs only the argmax of each row.
@@ -61,9 +68,14 @@ class TokenWise(Verifier):
         node, p = -1, p_rows[0]
         while True:
             chosen = None
-            for c in kids[node]:
+            for i, c in enumerate(kids[node]):
                 x = draft.tokens[c]
-                q = q_rows[x] if deterministic else q_rows[c]
+                if deterministic:
+                    q = q_rows[x]
+                elif i and lazy:  # a later sibling: drawn from what the one before left
+                    q = next_sibling_q(q, draft.tokens[kids[node][i - 1]], sampling)
+                else:
+                    q = q_rows[c]
                 qx = 1.0 if deterministic else float(q[x])
                 if top is not None:
                     px = float(x == top[node + 1])
@@ -74,7 +86,7 @@ class TokenWise(Verifier):
                     u = uniform(gen)
                     accepted = u < accept_prob
                 out.checks.append(
-                    PositionRecord(c, depths[c], x, qx, px, px / qx, accept_prob, u, accepted, None, q, p)
+                    PositionRecord(c, len(out.path) + 1, x, qx, px, px / qx, accept_prob, u, accepted, None, q, p)
                 )
                 if accepted:
                     chosen = c

@@ -14,9 +14,9 @@ the first rounds sensible.
 
 Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
 measured from past rounds; c the drafter's cost per token), and verifying N = 1 + K * n + e tokens
-costs v(N), the measured cost of one round whose target pass covers N tokens (e: the tokens a
-drafter adds to every drafting round's pass besides its draft, Drafter.verify_extra: lookahead's
-window). K = 0 is plain
+costs v(N), the measured cost of one round whose target pass covers N tokens, a little more when
+the pass needs a mask built (a tree, or extras) (e: the tokens a drafter adds to every drafting
+round's pass besides its draft, Drafter.verify_extra: lookahead's window). K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
 walk over more positions).
@@ -77,16 +77,30 @@ MIN_GAIN = 1.15
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
 # forward, softmax), for this project's target on this 2-core CPU with 1 thread, measured over the
-# distilled drafter's rounds at K = 1..12 (4 presets, 1 thread, 2026-11-23, after the lean pass took
-# the attention mask into baddbmm): 1.19 at N = 2, 1.23 at 3, 1.27 at 5, 1.35 at 7, 1.57 at 9, 1.70
-# at 13 (the bench's "verify v" column measures it too). Going from 1 row to 2 costs most: the
-# matmuls leave the matrix-vector kernel. Fixed constants, so that a trace does not depend on the
-# machine's timing.
-VERIFY_BASE, VERIFY_SLOPE = 1.14, 0.045
+# distilled chain's rounds at K = 1..16 (6 presets, T = 0, 1 thread, 2026-11-24, chain masks as views):
+# 1.11 at N = 2, 1.19 at 4, 1.22 at 5, 1.30 at 7, 1.34 at 8, then a step: 1.51 at 9, 1.58 at 12, 1.72
+# at 16, 1.80 at 17 (the bench's "verify v" column measures it too). Going from 1 row to 2 costs most:
+# the matmuls leave the matrix-vector kernel. Past 8 rows they take a second block of rows (a warm
+# addmm of (N, 256) by (256, 768): 17 us at 8 rows, 24 us at 9; storing the weights the other way
+# round measured worse, 1.60 at 9, 2.04 at 16). So two lines: N = 2..8 and N >= 9, the second bending
+# up as attention over the new rows grows (one pass in a loop, 1 thread: 2.36 at 33, 3.43 at 64, 6.22 at
+# 128, 12.3 at 236; a wide lookahead window reaches such N). A tree's pass also builds its mask: +0.03
+# to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24 nodes). Fixed constants, so that a trace
+# does not depend on the machine's timing.
+VERIFY_SMALL = (1.11, 0.0375)  # (v(2), per row) for N = 2..8
+VERIFY_LARGE = (1.51, 0.035, 5e-5)  # (v(9), per row, per row squared) for N >= 9
+TREE_MASK = 0.04
 
 
-def verify_cost(n_tokens: int) -> float:
-    return 1.0 if n_tokens <= 1 else VERIFY_BASE + VERIFY_SLOPE * (n_tokens - 1)
+def verify_cost(n_tokens: int, tree: bool = False) -> float:
+    mask = TREE_MASK if tree else 0.0
+    if n_tokens <= 1:
+        return 1.0
+    if n_tokens <= 8:
+        base, slope = VERIFY_SMALL
+        return base + slope * (n_tokens - 2) + mask
+    base, slope, bend = VERIFY_LARGE
+    return base + slope * (n_tokens - 9) + bend * (n_tokens - 9) ** 2 + mask
 
 
 def expected_tokens(alpha: float, k: int) -> float:
@@ -115,22 +129,18 @@ def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0) -> f
     # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
     # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
     # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
-    return 1.0 if k == 0 else k * per_level * draft_cost + verify_cost(1 + round(k * per_level) + extra)
+    n = round(k * per_level)  # drafted tokens: more than k for a tree (a window's pass has a mask too)
+    return 1.0 if k == 0 else k * per_level * draft_cost + verify_cost(1 + n + extra, tree=n > k or extra > 0)
 
 
-def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-          early_stop: bool = False) -> list[float]:  # fmt: skip
-    """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). E(K)/cost(K)
-    rises to one peak and falls, so ``early_stop`` ends the list two past the best so far."""
-    out, e, power, best = [1.0], 1.0, 1.0, 0
+def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> list[float]:
+    """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). Every K is
+    weighed: v's step at 9 rows can make E(K)/cost(K) fall and rise again."""
+    out, e, power = [1.0], 1.0, 1.0
     for k in range(1, k_max + 1):
         power *= alpha
         e += power
         out.append(e / round_cost(k, per_level, draft_cost, extra))
-        if out[k] > out[best]:
-            best = k
-        elif early_stop and k >= best + 2:
-            break
     return out
 
 
@@ -177,7 +187,7 @@ class AdaptiveK:
     def _best(self, k_max: int) -> Choice:
         """The choice from what was learnt so far, among K = 0 .. k_max."""
         alpha, n = self.alpha, self.per_level
-        r = rates(alpha, n, self.c, k_max, self.extra, early_stop=True)
+        r = rates(alpha, n, self.c, k_max, self.extra)
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
         return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max, self.extra)
 

@@ -71,9 +71,13 @@ SHADOW_BUDGET = 0.01
 # over the idle rounds of 11 presets at T = 0.8 (1 thread, 2026-11-24): a shadow round's median is
 # +45 us over an idle round's ~1210 us for the trie (draft call ~24 us), +36 us for prompt lookup (~16 us).
 SHADOW_SCORE = 0.03
-# Draft only if it promises 15% more tokens per unit of time than K = 0. At 10%, NASD and the trie
-# at T = 0.8 drafted one level now and then and measured 0.98x (the bench, 2026-11-23).
-MIN_GAIN = 1.15
+# Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
+# leaves out. It was 1.15 while v(N) was a line that overstated small passes; with v as measured, auto rows
+# paired with the baseline (11 presets, 256 tokens, 1 thread, 2026-11-24) went, from 1.15 to 1.10:
+# Medusa 0.98x -> 1.02x, NASD 1.00x -> 1.02x, suffix decoding 1.00x -> 1.02x at T = 0.8, prompt lookup
+# 1.47x -> 1.56x at T = 0 (1.25: worse everywhere, Medusa at T = 0 1.20x -> 1.00x); and at 1.03 / 1.06 /
+# 1.10: Medusa 1.05x / 1.04x / 1.00x, the trie 1.00x / 0.98x / 0.99x at T = 0.8, the rest within noise.
+MIN_GAIN = 1.05
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
 # forward, softmax), for this project's target on this 2-core CPU with 1 thread, measured over the
@@ -88,7 +92,7 @@ MIN_GAIN = 1.15
 # to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24 nodes). Fixed constants, so that a trace
 # does not depend on the machine's timing.
 VERIFY_SMALL = (1.11, 0.0375)  # (v(2), per row) for N = 2..8
-VERIFY_LARGE = (1.51, 0.035, 5e-5)  # (v(9), per row, per row squared) for N >= 9
+VERIFY_LARGE = (1.51, 0.035, 6e-5)  # (v(9), per row, per row squared) for N >= 9
 TREE_MASK = 0.04
 
 

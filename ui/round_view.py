@@ -21,9 +21,18 @@ def chart(fig, key: str) -> None:
     st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
 
 
+# Columns kept in view, on the left, when a table is wider than its column (the checks beside the
+# text at 1024 px show ~300 px of ~450): which drafted token, and what became of it.
+PINNED = ("depth", "token", "result", "block keeps")
+
+
 def table(frame, help: dict[str, str] | None = None) -> None:
-    """A dataframe (it shows text as text: no markup) with a tooltip per column header."""
-    config = {name: st.column_config.Column(help=text) for name, text in (help or {}).items()}
+    """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
+    columns first, and probabilities to 3 decimals."""
+    help = help or {}
+    config = {name: (st.column_config.NumberColumn if frame[name].dtype.kind == "f" else st.column_config.Column)(
+                  help=help.get(name), pinned=name in PINNED or None, **({"format": "%.3f"} if frame[name].dtype.kind == "f" else {}))
+              for name in frame.columns}  # fmt: skip
     st.dataframe(frame, hide_index=True, column_config=config)
 
 

@@ -11,7 +11,7 @@ def acceptance_chart(by_position: list[dict]) -> go.Figure:
     data = [bar([r["depth"] for r in by_position], [r["rate"] for r in by_position], "accepted / tried",
                 marker={"color": "#009E73"}, text=[f"{r['accepted']}/{r['tried']}" for r in by_position],
                 textposition="outside")]  # fmt: skip
-    return figure(data, {"title": {"text": "Acceptance rate by draft position"}, "height": 260,
+    return figure(data, {"title": {"text": "Acceptance by depth"}, "height": 260,
                          "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
                          "xaxis": {"title": {"text": "draft position (depth)"}},
                          "yaxis": {"title": {"text": "accepted / tried"}, "range": [0, 1.15]}})  # fmt: skip

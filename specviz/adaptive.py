@@ -28,11 +28,14 @@ drafter whose every call costs more, so shadows, their scoring included, stay wi
 by the probability that the lossless rule would have accepted it (verifiers.expected_acceptance). That
 observation is a fractional trial, so alpha follows the text while drafting does not pay. An
 expensive drafter (the neural draft, an EAGLE head) is not consulted while idle: it would have to
-catch up on every token it missed. If K = 0 is its choice from the start, it never drafts at all,
-and the engine keeps nothing ready for it (``never_drafts``): its rounds cost what plain decoding's
-do. (An optimistic start, letting such a drafter draft a few rounds to measure its own acceptance,
-was tried and measured: it turned these ties into 1-2% losses, the first drafts' catch-up included,
-and no drafter won by it; the bench of 2026-11-23 23:40.) Backing the shadows off (doubling the wait
+catch up on every token it missed. So it starts idle, whatever the prior says (the prior is no
+evidence, and nothing would ever correct it), never drafts at all, and the engine keeps nothing ready
+for it (``never_drafts``): its rounds cost what plain decoding's do. (An optimistic start, letting
+such a drafter draft a few rounds to measure its own acceptance, was tried and measured: it turned
+these ties into 1-2% losses, the first drafts' catch-up included, and no drafter won by it; the bench
+of 2026-11-23 23:40. It happened again by accident when MIN_GAIN fell to 1.05, for the trees, whose
+prior prices one node a level: the neural tree 0.99x, the EAGLE-3 tree 0.97x; the bench of
+2026-11-24 08:57.) Backing the shadows off (doubling the wait
 after each shadow scored below the estimate, up to 8 times) was tried and measured too: it gained about
 1% where drafting never pays and cost drafters that come and go, NASD at T = 0 2.17 -> 1.91 tokens per
 forward, the trigram at T = 0.8 1.98 -> 1.86 (5 presets, 256 tokens, 2026-11-24); not kept. Nor was a
@@ -189,8 +192,11 @@ class AdaptiveK:
         return choice
 
     def _best(self, k_max: int) -> Choice:
-        """The choice from what was learnt so far, among K = 0 .. k_max."""
+        """The choice from what was learnt so far, among K = 0 .. k_max; K = 0 for a drafter too costly
+        to shadow that has learnt nothing (it never will: see the module docstring)."""
         alpha, n = self.alpha, self.per_level
+        if self.c > SHADOW_COST and not self.trials:
+            return Choice(0, alpha, n, self.c, k_max, self.extra)
         r = rates(alpha, n, self.c, k_max, self.extra)
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
         return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max, self.extra)

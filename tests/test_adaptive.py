@@ -125,6 +125,9 @@ def test_a_cached_choice_is_the_one_made_afresh_as_the_limit_falls():
 
 def test_a_drafter_too_costly_to_shadow_that_chose_k_0_never_drafts():
     assert AdaptiveK(12, 0.45).never_drafts()  # K = 0 at the prior, and no shadow will ever say otherwise
+    # A tree's cost per node, where the prior (alpha 0.5, one node a level) would draft: no evidence, no start.
+    assert max(rates(0.5, 1.0, 0.2, 12)) > MIN_GAIN and AdaptiveK(12, 0.2).never_drafts()
+    assert AdaptiveK(12, 0.2).choose(12).k == 0
     assert not AdaptiveK(12, 0.02).never_drafts()  # a cheap one: its shadow drafts keep it learning
     assert not learnt(0.95, c=0.45).never_drafts()  # a costly one whose drafts pay
 

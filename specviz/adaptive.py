@@ -75,11 +75,12 @@ SHADOW_BUDGET = 0.01
 # +45 us over an idle round's ~1210 us for the trie (draft call ~24 us), +36 us for prompt lookup (~16 us).
 SHADOW_SCORE = 0.03
 # Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
-# leaves out. It was 1.15 while v(N) was a line that overstated small passes; with v as measured, auto rows
-# paired with the baseline (11 presets, 256 tokens, 1 thread, 2026-11-24) went, from 1.15 to 1.10:
+# leaves out. It was 1.15 while v(N) was a line that overstated small passes; with v as measured, auto
+# rows paired with the baseline (11 presets, 256 tokens, 1 thread, 2026-11-24) went, from 1.15 to 1.10:
 # Medusa 0.98x -> 1.02x, NASD 1.00x -> 1.02x, suffix decoding 1.00x -> 1.02x at T = 0.8, prompt lookup
-# 1.47x -> 1.56x at T = 0 (1.25: worse everywhere, Medusa at T = 0 1.20x -> 1.00x); and at 1.03 / 1.06 /
-# 1.10: Medusa 1.05x / 1.04x / 1.00x, the trie 1.00x / 0.98x / 0.99x at T = 0.8, the rest within noise.
+# 1.47x -> 1.56x at T = 0 (1.25: worse but for the trigram at T = 0.8, Medusa at T = 0 1.20x -> 1.00x);
+# and at 1.03 / 1.06 / 1.10: Medusa 1.05x / 1.04x / 1.00x, the trie 1.00x / 0.98x / 0.99x at T = 0.8,
+# the rest within noise.
 MIN_GAIN = 1.05
 
 # The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,

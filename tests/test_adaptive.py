@@ -51,7 +51,7 @@ def test_update_counts_levels_until_the_first_rejection():
 
 def test_confident_drafts_go_deep_and_weak_ones_not_at_all():
     deep = learnt(0.95).choose(12)
-    full = rates(deep.alpha, deep.per_level, deep.draft_cost, 12)  # every K, no early stop
+    full = rates(deep.alpha, deep.per_level, deep.draft_cost, 12)  # every K
     assert deep.k >= 7 and full[deep.k] == max(full)
     none = learnt(0.1).choose(12)
     assert none.k == 0 and max(rates(none.alpha, 1.0, 0.02, 12)) < MIN_GAIN

@@ -47,11 +47,12 @@ resume: every few idle rounds it drafts one level that is scored but not verifie
 within 1% of a pass), and every round it learns from the emitted tokens (NASD's table, the trie's).
 Measured over 11 presets × 256 tokens × 2 at T = 0.8 (1 thread, 2026-11-24), an idle round costs
 the baseline's round (1178 µs) plus 10-25 µs of updates, and a shadow round 33-237 µs more than the
-baseline's. Lookahead pays that and rarely gets to draft: its Jacobi window rides in every drafting round's pass (v ≈ 2.1
-at K = 4), so drafting pays only at an acceptance it seldom shows. What helped the others, measured
-against the baseline in one run: pricing a verify pass as measured, two lines with a step at 9 rows
-where the matmuls take a second block of rows (the old line overstated small passes), and then
-MIN_GAIN 1.15 -> 1.05 (Medusa at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has the A/B figures).
+baseline's. Lookahead pays that and rarely gets to draft: its Jacobi window rides in every drafting
+round's pass (v ≈ 2.1 at K = 4), so drafting pays only at an acceptance it seldom shows. What helped
+the others, measured against the baseline in one run: pricing a verify pass as measured, two lines
+with a step at 9 rows where the matmuls take a second block of rows (the old line overstated small
+passes), and then MIN_GAIN 1.15 -> 1.05 (Medusa at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has
+the A/B figures).
 Measured and not kept: a calibration of the predicted tokens, a higher MIN_GAIN, half the shadow
 budget, retiring a drafter for good at T > 0, and starting a drafter too costly to shadow (it loses
 1-3% to its first drafts' catch-up). After a ~1 ms target pass the CPU's caches are cold and small

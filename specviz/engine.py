@@ -216,7 +216,7 @@ class Generation:
         if self.adaptive is not None:
             choice = self.adaptive.choose(k)
             if choice.k == 0 and k >= 1 and not self.never_drafts and self.adaptive.shadow_due():
-                shadow = self.drafter.draft(self.tokens, 1, T, self.gen)  # scored below, never verified
+                shadow = self.drafter.shadow(self.tokens, T, self.gen)  # scored below, never verified
             k = choice.k
         if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
             draft = chain([], notes={"adaptive K": IDLE_FOR_GOOD if self.never_drafts else IDLE})

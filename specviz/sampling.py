@@ -4,7 +4,7 @@ Temperature 0 means greedy: the distribution becomes one-hot on the argmax (ties
 lowest id, as torch.argmax does) and nothing random is drawn.
 """
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from itertools import accumulate
 
 import torch
@@ -48,10 +48,16 @@ def draw(probs: torch.Tensor, gen: torch.Generator) -> int:
     top = max(row)
     if top >= 1.0:  # one-hot
         return row.index(top)
-    cum = list(accumulate(row))
-    i = bisect_right(cum, uniform(gen) * cum[-1])  # skips every p = 0: cum[i - 1] <= u * total < cum[i]
-    if i == len(row):  # u * total rounded up to total: the last token that can occur
-        i = max(j for j, p in enumerate(row) if p > 0)
+    return draw_cumulative(list(accumulate(row)), gen)
+
+
+def draw_cumulative(cum: list[float], gen: torch.Generator) -> int:
+    """draw() from a row's running sums, cum[i] = p_0 + ... + p_i (not one-hot), for a caller that
+    keeps them: a drafter that samples from the same rows again and again."""
+    total = cum[-1]
+    i = bisect_right(cum, uniform(gen) * total)  # skips every p = 0: cum[i - 1] <= u * total < cum[i]
+    if i == len(cum):  # u * total rounded up to total: the last token that can occur, where cum first
+        i = bisect_left(cum, total)  # reaches the total
     return i
 
 

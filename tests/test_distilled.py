@@ -12,8 +12,9 @@ import torch
 from models.checkpoint import checkpoint_path
 from models.distilled import DEFAULT_PATH, DistilledError, DistilledTable, context_key, load_table
 from specviz import distill
-from specviz.drafters.distilled import TREE_CHILDREN, DistilledTreeDrafter
+from specviz.drafters.distilled import TREE_CHILDREN, DistilledDrafter, DistilledTreeDrafter
 from specviz.engine import Generation, Settings
+from specviz.sampling import Stream, draw, scale_probs
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 SLICE = 3000  # training characters: a few seconds of target passes
@@ -120,6 +121,31 @@ def test_lookup_backs_off_to_the_longest_context_seen_often_enough():
     row_strict, L_strict = table.lookup(seq, table.counts[row] + 1)  # that context is no longer enough
     assert L_strict < L and table.counts[row_strict] > table.counts[row]
     assert table.lookup([], 2) == (table.row[0], 0)  # the empty context: the unigram
+
+
+def test_a_rows_q_is_its_top_k_and_even_rest_scaled_like_the_target():
+    table = load_table(checkpoint_path("target"))
+    for row in (0, 1, 777, len(table) // 2, len(table) - 1):
+        top_t, top_p = torch.from_numpy(table.top_tokens[row]), torch.from_numpy(table.top_probs[row])
+        q = torch.full((table.V,), (1 - float(top_p.sum())) / (table.V - len(top_t)), dtype=torch.float64)
+        q[top_t] = top_p  # the row as stored: its top_k, the rest of the mass spread evenly
+        assert torch.allclose(table.q(row), q / q.sum(), rtol=0, atol=1e-12)
+        for T in (0.05, 0.5, 0.8, 1.0, 1.7):
+            got = torch.tensor(table.probs(row, T), dtype=torch.float64)
+            assert torch.allclose(got, scale_probs(q / q.sum(), T), rtol=0, atol=1e-12)
+
+
+def test_a_sampled_draft_hands_the_verifier_the_q_it_drew_from(target):
+    table = load_table(checkpoint_path("target"))
+    ids = target.tokenizer.encode("ROMEO:\nBut soft, what light")
+    for seed, T in ((0, 0.5), (1, 0.8), (2, 1.0)):
+        d = DistilledDrafter(table).draft(ids, 8, T, Stream().manual_seed(seed))
+        assert d.q.shape == (8, table.V) and d.q.dtype == torch.float64
+        replay, seq = Stream().manual_seed(seed), list(ids)
+        for i, tok in enumerate(d.tokens):
+            assert d.q[i].tolist() == table.probs(table.lookup(seq[-8:], 2)[0], T)  # the row of its context
+            assert draw(d.q[i], replay) == tok  # and the same uniform draws the same token from it
+            seq.append(tok)
 
 
 def test_the_tree_is_well_formed(target):

@@ -72,6 +72,22 @@ def test_an_idle_round_leaves_the_window_as_advance_would():
         assert notes == {"collected": [], "new": 0, "shift": 1, "pool_size": len(slow.pool)}
 
 
+def test_a_shadow_proposes_a_k1_drafts_tokens_and_lays_out_no_window():
+    """Adaptive K scores an idle round's shadow and never verifies it: the same first tokens as
+    draft(context, 1), no extras, and the window, untouched, stays for update (even before round 1)."""
+    g = torch.Generator().manual_seed(2)
+    for _ in range(200):
+        prompt = torch.randint(4, (12,), generator=g).tolist()
+        d = LookaheadDrafter(prompt, 256, 3, 3, int(torch.randint(1, 4, (), generator=g)))
+        for gram in torch.randint(4, (6, 3), generator=g).tolist():
+            d.pool.add(tuple(gram), "jacobi")
+        context = prompt + torch.randint(4, (3,), generator=g).tolist()
+        shadow = d.shadow(context, 0.8, g)
+        assert shadow.extra is None and set(shadow.parents) <= {-1} and d.levels is None
+        assert d.update(context, [1], None)["collected"] == []  # an idle round before any window
+        assert shadow.tokens == d.draft(context, 1, 0.8, g).tokens
+
+
 @torch.no_grad()
 def greedy(model, ctx: list[int], n: int) -> list[int]:
     out = list(ctx)

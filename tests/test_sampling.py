@@ -2,10 +2,11 @@
 randomness; Stream hands out torch's own uniforms, in order, and a seed repeats them."""
 
 import math
+from itertools import accumulate
 
 import torch
 
-from specviz.sampling import Stream, draw, probs_from_logits, uniform
+from specviz.sampling import Stream, draw, draw_cumulative, probs_from_logits, uniform
 
 
 def test_draw_frequencies_are_p():
@@ -40,6 +41,20 @@ def test_draw_never_returns_an_impossible_token_at_the_ends_of_u():
     gen = Stream()
     gen._buffer = [1 - 2**-53]
     assert draw(q, gen) == 2
+
+
+def test_draw_cumulative_is_draw_from_the_same_row():
+    for seed in range(100):
+        p = probs_from_logits(torch.randn(65, generator=torch.Generator().manual_seed(seed)) * 3, 0.8)
+        p[seed % 65] = 0.0  # a token that cannot occur
+        ours, theirs = Stream().manual_seed(seed), Stream().manual_seed(seed)
+        cum = list(accumulate(p.tolist()))
+        for _ in range(4):
+            assert draw_cumulative(cum, ours) == draw(p, theirs)
+    q = [0.0, 0.5, 0.5 - 2**-52, 0.0]  # u * total rounding up to total: the last possible token
+    gen = Stream()
+    gen._buffer = [1 - 2**-53]
+    assert draw_cumulative(list(accumulate(q)), gen) == 2
 
 
 def test_a_one_hot_row_draws_its_token_and_no_randomness():

@@ -117,6 +117,11 @@ class Drafter:
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError
 
+    def shadow(self, context: list[int], temperature: float, gen: torch.Generator) -> Draft:
+        """A one-level draft that adaptive K scores in an idle round and never verifies (Generation.step):
+        the usual draft at K = 1, unless the drafter prepares more than its tokens for a verify pass."""
+        return self.draft(context, 1, temperature, gen)
+
     def update(self, context: list[int], emitted: list[int], p: torch.Tensor) -> dict:
         return {}
 

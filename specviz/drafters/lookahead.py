@@ -150,9 +150,8 @@ class LookaheadDrafter(Drafter):
     # tree as a cost per drafted token; a round with one candidate was then priced at v(2) instead of
     # v(16), and adaptive K drafted at a loss: 0.94x at T = 0 and 0.8 (5 presets, 2026-11-24).
     draft_cost = 0.02
-    # A call also lays out the window (Extra), a shadow draft's too: a median 57 us against a ~1210 us idle
-    # round (11 presets, T = 0.8, 1 thread, 2026-11-24), so adaptive K's idle rounds consult it half as often.
-    call_cost = 0.05
+    # A call also lays out the window (Extra), but adaptive K prices a call only to space out its idle
+    # rounds' shadows (Drafter.call_cost), and a shadow lays out none (shadow): no call cost.
 
     def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5):
         if not (1 <= window <= 32 and 2 <= ngram <= 8 and 1 <= candidates <= 32):
@@ -199,6 +198,14 @@ class LookaheadDrafter(Drafter):
         }  # fmt: skip
         return Draft(tokens, parents, None, notes, extra=extra if extra.tokens else None)
 
+    def shadow(self, context, temperature, gen):
+        """The candidates' first tokens, as draft(context, 1) proposes them, without the window: adaptive K
+        scores a shadow and never verifies it, so no window rides along, and none is laid out (that cost a
+        shadow round a median 57 us against a ~1210 us idle round; 11 presets, T = 0.8, 1 thread,
+        2026-11-24). The window stays as it is and moves on in update, as in any idle round."""
+        firsts = list(dict.fromkeys(g[0] for g in self.pool.grams.get(context[-1], ())))
+        return Draft(firsts, [-1] * len(firsts), None, {})
+
     def observe(self, logits: torch.Tensor) -> None:
         self.preds = logits[self.top_cell_rows()].argmax(-1).tolist()  # the greedy token, at any T
 
@@ -231,9 +238,9 @@ class LookaheadDrafter(Drafter):
         return out
 
     def update(self, context, emitted, p):
-        if not self.preds and len(emitted) == 1 and self.levels is not None and self.settled():
-            # An idle round (adaptive K's K = 0): no column ran, and a one-token shift of a window
-            # whose levels all agree leaves it as it is (advance's rule), so there is nothing to do.
+        if not self.preds and (self.levels is None or len(emitted) == 1 and self.settled()):
+            # An idle round (adaptive K's K = 0): no column ran, and either no window was laid out yet
+            # or a one-token shift of a window whose levels all agree leaves it as it is (advance's rule).
             return {"collected": [], "new": 0, "shift": 1, "pool_size": len(self.pool)}
         grams = self.collect(context[-1])
         new = [g for g in grams if self.pool.add(g, "jacobi")]

@@ -117,8 +117,9 @@ Every drafter and the KV-cached baseline (`none`) ran through the engine the app
 repetitive, quoting, dialogue, a refrain, gibberish), {main[0]["new_tokens"]} new tokens each, at
 temperature 0 and 0.8: every drafter at a fixed K = 4 (the rows to compare with earlier runs), and
 again in its default configuration, adaptive K (`auto≤12`). Runs are interleaved (each repeat runs
-every configuration on a prompt back to back) and each figure is the median of {main[0]["repeats"]}
-repeats; a speedup is the baseline's time over the drafter's time in the same repeat. The raw rows
+every configuration on a prompt back to back, in a shuffled order; before each run Python's garbage
+is collected and the heap frozen, so a collection during a run scans only that run's objects) and each
+figure is the median of {main[0]["repeats"]} repeats; a speedup is the baseline's time over the drafter's time in the same repeat. The raw rows
 are `docs/bench.jsonl` (the format the Drafter shoot-out page reads); `--json` prints them,
 `--quick` runs 3 prompts × 32 tokens in about 20 s.
 

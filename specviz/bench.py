@@ -36,10 +36,17 @@ so itself (``verdict``): its runs are paired with the baseline's (same repeat, s
 two-sided sign test over the pairs (``verdict_p``) calls it faster or slower below p = 0.01, a tie
 otherwise. The baseline's own row pairs its two runs: the A/A test's verdict, which should be a tie.
 
+Python's garbage collector: before each timed run, the garbage the runs before it left is collected
+and every object alive is frozen (``gc.freeze``), so a full collection that falls in a run scans only
+that run's own objects. Otherwise it scans the whole process (the corpus indexes, the tables, every
+drafter's state): a small bench (4 prompts, 128 tokens) had 4 of them in 53 s, ~77 ms each, a quarter
+of a 256-token run, charged to whichever run they fell in. The heap is unfrozen when the bench ends.
+
 Rows are plain dicts (``BenchRow`` fields); ``rows_to_jsonl`` / ``rows_from_jsonl`` are the
 file format the CLI writes and the app's Drafter shoot-out page reads.
 """
 
+import gc
 import json
 import math
 import os
@@ -193,9 +200,16 @@ def expected_totals(rounds) -> dict | None:
     return {rule: sum(n[rule] for n in notes) for rule in notes[0]}
 
 
+def _quiet_heap() -> None:
+    """Before a timed run: collect the runs before it and freeze what is left (module docstring)."""
+    gc.collect()
+    gc.freeze()
+
+
 def _specviz_run(target, tiny, prompt, config, temperature, n, seed) -> _Run:
     drafter, k, auto, verification = config
     settings = bench_settings(drafter, temperature, k, n, seed, auto, verification)
+    _quiet_heap()
     t0 = time.perf_counter()
     trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None).run()
     seconds = time.perf_counter() - t0
@@ -244,6 +258,7 @@ def _hf_run(hf, prompt, drafter, k, n, calls) -> _Run:
     kwargs = {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": 3} if drafter == "prompt-lookup" else {}
     ids = torch.tensor([prompt])
     before = calls[0]
+    _quiet_heap()
     t0 = time.perf_counter()
     with torch.no_grad():
         out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, min_new_tokens=n,
@@ -351,33 +366,36 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     base = (BASELINE, k, False, "lossless")
     main, versus, again = {}, {}, {}
     order = random.Random(seed)  # the order of the runs on one prompt: shuffled, the same for the same seed
-    for _ in range(repeats):
-        for T in temperatures:
-            per_config, second = {c: [] for c in runs_at(T)}, []
-            for j, prompt in enumerate(ids):
-                # Every configuration and the baseline's second (A/A) run, in a shuffled order: a run
-                # late in the block can measure slower than an early one (with the A/A run always last,
-                # it read 0.967x at T = 0 in one full bench, 2026-11-24), and a fixed order would charge
-                # that to the drafters (never-drafting ones came out "slower" by the sign test).
-                block = [(c, per_config[c]) for c in per_config] + [(base, second)]
-                for c, out in order.sample(block, len(block)):
-                    out.append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
-                    tick()
-            for c in per_config:
-                main.setdefault(("specviz", c, T), []).append(per_config[c])
-            again.setdefault(T, []).append(second)
-        if hf:
-            model, calls = hf
-            per = {(i, d): [] for i in ("specviz", "transformers") for d in HF_DRAFTERS}
-            for prompt in hf_ids:
-                for d in HF_DRAFTERS:
-                    config = (d, k, False, "lossless")
-                    per[("specviz", d)].append(_specviz_run(target, None, prompt, config, 0.0, n_hf, seed))
-                    tick()
-                    per[("transformers", d)].append(_hf_run(model, prompt, d, k, n_hf, calls))
-                    tick()
-            for (i, d), runs in per.items():
-                versus.setdefault((i, (d, k, False, "lossless"), 0.0), []).append(runs)
+    try:  # every timed run freezes the heap before it (_quiet_heap); the caller gets it back as it was
+        for _ in range(repeats):
+            for T in temperatures:
+                per_config, second = {c: [] for c in runs_at(T)}, []
+                for j, prompt in enumerate(ids):
+                    # Every configuration and the baseline's second (A/A) run, in a shuffled order: a run
+                    # late in the block can measure slower than an early one (with the A/A run always last,
+                    # it read 0.967x at T = 0 in one full bench, 2026-11-24), and a fixed order would charge
+                    # that to the drafters (never-drafting ones came out "slower" by the sign test).
+                    block = [(c, per_config[c]) for c in per_config] + [(base, second)]
+                    for c, out in order.sample(block, len(block)):
+                        out.append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
+                        tick()
+                for c in per_config:
+                    main.setdefault(("specviz", c, T), []).append(per_config[c])
+                again.setdefault(T, []).append(second)
+            if hf:
+                model, calls = hf
+                per = {(i, d): [] for i in ("specviz", "transformers") for d in HF_DRAFTERS}
+                for prompt in hf_ids:
+                    for d in HF_DRAFTERS:
+                        config = (d, k, False, "lossless")
+                        per[("specviz", d)].append(_specviz_run(target, None, prompt, config, 0.0, n_hf, seed))
+                        tick()
+                        per[("transformers", d)].append(_hf_run(model, prompt, d, k, n_hf, calls))
+                        tick()
+                for (i, d), runs in per.items():
+                    versus.setdefault((i, (d, k, False, "lossless"), 0.0), []).append(runs)
+    finally:
+        gc.unfreeze()
 
     ours = f"specviz (torch {torch.__version__})"
     common = {"prompts": len(prompts), "repeats": repeats}

@@ -2,6 +2,7 @@
 the JSON-lines format round-trips, the transformers comparison runs the same algorithm, and the
 CLI works end to end (and refuses bad input with one line, exit 2)."""
 
+import gc
 import json
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz import bench as bench_module
 from specviz.adaptive import AUTO_K_MAX
 from specviz.bench import (
     VERDICT_P,
@@ -120,9 +122,13 @@ def test_table_and_chart(bench, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_against_transformers_same_algorithm(target):
+def test_against_transformers_same_algorithm(target, monkeypatch):
+    frozen, runs, quiet = [], [], bench_module._quiet_heap
+    monkeypatch.setattr(bench_module, "_quiet_heap", lambda: quiet() or frozen.append(gc.get_freeze_count()))
     rows = run_bench(target, None, PRESETS[1:3], drafters=["prompt-lookup"], temperatures=[0.0], max_new_tokens=24,
-                     repeats=3, transformers=True)  # fmt: skip
+                     repeats=3, transformers=True, progress=lambda done, total: runs.append(done))  # fmt: skip
+    assert len(frozen) == len(runs) and min(frozen) > 0  # the heap was frozen before every timed run, theirs too
+    assert gc.get_freeze_count() == 0  # and is given back unfrozen
     versus = {(r["impl"], r["drafter"]): r for r in rows if r["suite"] == "vs-transformers"}
     assert set(versus) == {(i, d) for i in ("specviz", "transformers") for d in ("none", "prompt-lookup")}
     for r in versus.values():

@@ -163,7 +163,7 @@ class AdaptiveK:
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
-        self.idle = 0  # K = 0 rounds in a row
+        self.idle = 0  # K = 0 rounds in a row (idle_round counts them)
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
 
     @property
@@ -202,9 +202,13 @@ class AdaptiveK:
         best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
         return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max, self.extra)
 
-    def shadow_due(self) -> bool:
-        """Whether this K = 0 round should score an unverified one-level draft."""
-        return self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
+    def idle_round(self) -> bool:
+        """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,
+        so an idle round makes one call here, not two; each cost ~2 us in a round). -> whether it
+        should score an unverified one-level draft."""
+        due = self.idle % self.shadow_every == 0 and self.c <= SHADOW_COST
+        self.idle += 1
+        return due
 
     def never_drafts(self) -> bool:
         """Whether no round from now on can draft, not even a shadow: either no acceptance could
@@ -224,9 +228,10 @@ class AdaptiveK:
         self.trials = DECAY * self.trials + 1
 
     def update(self, k: int, drafted: int, depth: int, accepted: int) -> None:
-        """After a round that drafted ``drafted`` tokens, ``depth`` levels deep (at most k), and
-        accepted ``accepted`` levels."""
-        self.idle = self.idle + 1 if k == 0 else 0
+        """After a round that chose K = k > 0 and drafted ``drafted`` tokens, ``depth`` levels deep
+        (at most k), and accepted ``accepted`` levels."""
+        if k:
+            self.idle = 0
         if depth == 0:
             return
         self._last = None

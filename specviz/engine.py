@@ -215,7 +215,7 @@ class Generation:
         choice = shadow = None
         if self.adaptive is not None:
             choice = self.adaptive.choose(k)
-            if choice.k == 0 and k >= 1 and not self.never_drafts and self.adaptive.shadow_due():
+            if choice.k == 0 and k >= 1 and not self.never_drafts and self.adaptive.idle_round():
                 shadow = self.drafter.shadow(self.tokens, T, self.gen)  # scored below, never verified
             k = choice.k
         if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
@@ -245,7 +245,8 @@ class Generation:
         update = {} if self.never_drafts else self.drafter.update(self.tokens, emitted, emitted_p)
         self.tokens += emitted
         if self.adaptive is not None and not self.never_drafts:  # never_drafts: nothing left to learn
-            self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))
+            if k:  # a round that chose to draft (an idle round was counted as it chose: idle_round)
+                self.adaptive.update(k, len(draft.tokens), max(depths, default=0), len(path))
             if shadow is not None and shadow.tokens:
                 self.adaptive.observe(expected_acceptance(shadow, p_rows[0]))
         record = RoundRecord(

@@ -97,15 +97,13 @@ def test_an_expensive_drafter_needs_more_acceptance():
 
 def test_idle_rounds_still_learn_from_unverified_drafts():
     a = learnt(0.1)
-    assert a.choose(12).k == 0 and a.shadow_due()
-    a.update(0, 0, 0, 0)
-    assert not a.shadow_due()  # idle rounds are scored one in SHADOW_EVERY
-    assert not AdaptiveK(12, 0.45).shadow_due()  # an expensive drafter is never consulted while idle
+    assert a.choose(12).k == 0 and a.idle_round()
+    assert not a.idle_round()  # idle rounds are scored one in SHADOW_EVERY
+    a.update(3, 3, 3, 0)  # a round that drafts ends the idle streak: the next idle round scores again
+    assert a.idle_round() and not a.idle_round()
+    assert not AdaptiveK(12, 0.45).idle_round()  # an expensive drafter is never consulted while idle
     costly_call = AdaptiveK(12, 0.04, call_cost=0.4)  # a drafter whose every call costs (an index rebuilt, say)
-    due = []
-    for _ in range(94):
-        due.append(costly_call.shadow_due())
-        costly_call.update(0, 0, 0, 0)
+    due = [costly_call.idle_round() for _ in range(94)]
     # within SHADOW_BUDGET per idle round, scoring included: (0.03 + 0.4 + 0.04) / 0.01 = 47
     assert costly_call.shadow_every == math.ceil((SHADOW_SCORE + 0.4 + 0.04) / SHADOW_BUDGET) == 47
     assert [i for i, d in enumerate(due) if d] == [0, 47]

@@ -90,6 +90,24 @@ def test_a_shadow_proposes_a_k1_drafts_tokens_and_lays_out_no_window():
         assert shadow.tokens == d.draft(context, 1, 0.8, g).tokens
 
 
+def test_under_adaptive_k_a_window_rides_only_with_candidates(tiny):
+    """LADE runs the window every step; adaptive K chose K > 0 to verify a draft, so with no
+    candidates for the root its round is a plain one, no window in the pass (and update shifts it)."""
+    prompt = [0, 1, 2, 3, 4, 5]
+    for alone in (True, False):
+        d = LookaheadDrafter(prompt, 256, 3, 3, 2, window_alone=alone)
+        nothing = d.draft(prompt + [9], 4, 0.0, torch.Generator().manual_seed(0))  # no n-gram starts with 9
+        assert not nothing.tokens and (nothing.extra is not None) == alone
+        assert nothing.notes["columns_run"] == (3 if alone else 0)
+        d.update(prompt + [9], [7], None)
+        some = d.draft(prompt + [9, 7, 1], 4, 0.0, torch.Generator().manual_seed(0))  # (1, 2, 3) from the prompt
+        assert some.tokens[:2] == [2, 3] and some.extra is not None
+    ids = tiny.tokenizer.encode(PROMPT)
+    for auto in (True, False):
+        g = Generation(tiny, ids, Settings(drafter="lookahead", k=4, k_auto=auto, max_new_tokens=4))
+        assert g.drafter.window_alone is not auto
+
+
 @torch.no_grad()
 def greedy(model, ctx: list[int], n: int) -> list[int]:
     out = list(ctx)

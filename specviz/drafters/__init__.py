@@ -86,7 +86,7 @@ def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_mode
                              s.medusa_top_k)  # fmt: skip
     if name == "lookahead":
         return LookaheadDrafter(prompt, target_ckpt.config.block_size, s.lookahead_window, s.lookahead_ngram,
-                                s.lookahead_candidates)  # fmt: skip
+                                s.lookahead_candidates, window_alone=not s.k_auto)  # fmt: skip
     if name in EAGLE_DRAFTERS:
         if target_cache is None:
             raise ValueError(f"the {name} drafter reads the target's features from its cache: pass target_cache")

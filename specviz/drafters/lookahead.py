@@ -153,10 +153,15 @@ class LookaheadDrafter(Drafter):
     # A call also lays out the window (Extra), but adaptive K prices a call only to space out its idle
     # rounds' shadows (Drafter.call_cost), and a shadow lays out none (shadow): no call cost.
 
-    def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5):
+    def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5,
+                 window_alone: bool = True):  # fmt: skip
+        """``window_alone``: run the window in a round with no candidates too (LADE: every step).
+        Adaptive K turns it off: it chose K > 0 to verify a draft, and a window alone (~15 rows) costs
+        a wide pass that emits one token (~3x a plain round's), which its model does not price."""
         if not (1 <= window <= 32 and 2 <= ngram <= 8 and 1 <= candidates <= 32):
             raise ValueError("lookahead needs 1 <= W <= 32, 2 <= N <= 8 and 1 <= G <= 32")
         self.W, self.N, self.G = window, ngram, candidates
+        self.window_alone = window_alone
         self.block_size = block_size
         self.prompt = list(prompt)
         self.pool = NGramPool(ngram, candidates)
@@ -183,6 +188,8 @@ class LookaheadDrafter(Drafter):
         tokens, parents, origin = ngram_tree(grams, k)
         # Column i reaches offset i + N - 2; every position must stay in the context window.
         self.cols = max(0, min(self.W, room(len(context), self.block_size) - (self.N - 2) + 1))
+        if not tokens and not self.window_alone:
+            self.cols = 0
         extra, self.row = window_extra(self.levels, self.cols, len(tokens))
         self.preds = []
         levels = [list(row) for row in self.levels]

@@ -60,6 +60,7 @@ the same seed, and exactness holds because K is fixed before the round's draft i
 
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -141,15 +142,40 @@ def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0) -> f
     return 1.0 if k == 0 else k * per_level * draft_cost + verify_cost(1 + n + extra, tree=n > k or extra > 0)
 
 
+@lru_cache(maxsize=256)
+def round_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> tuple[float, ...]:
+    """round_cost for K = 0 .. k_max. Cached: a chain's are the same every round, and working them out
+    again cost adaptive K ~10 us of each round it re-chose in (after each draft or shadow)."""
+    return tuple(round_cost(k, per_level, draft_cost, extra) for k in range(k_max + 1))
+
+
 def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> list[float]:
     """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). Every K is
     weighed: v's step at 9 rows can make E(K)/cost(K) fall and rise again."""
+    costs = round_costs(per_level, draft_cost, k_max, extra)
     out, e, power = [1.0], 1.0, 1.0
     for k in range(1, k_max + 1):
         power *= alpha
         e += power
-        out.append(e / round_cost(k, per_level, draft_cost, extra))
+        out.append(e / costs[k])
     return out
+
+
+def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> int:
+    """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of MIN_GAIN. It runs every
+    round that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays
+    below 1 / (1 - alpha) and costs only grow with K."""
+    costs = round_costs(per_level, draft_cost, k_max, extra)
+    bound = math.inf if alpha >= 1.0 else 1.0 / (1.0 - alpha)
+    best, best_rate, e, power = 0, 1.0, 1.0, 1.0
+    for k in range(1, k_max + 1):
+        if bound / costs[k] <= best_rate:
+            break
+        power *= alpha
+        e += power
+        if e / costs[k] > best_rate:
+            best, best_rate = k, e / costs[k]
+    return best if best_rate >= MIN_GAIN else 0
 
 
 class AdaptiveK:
@@ -198,9 +224,7 @@ class AdaptiveK:
         alpha, n = self.alpha, self.per_level
         if self.c > SHADOW_COST and not self.trials:
             return Choice(0, alpha, n, self.c, k_max, self.extra)
-        r = rates(alpha, n, self.c, k_max, self.extra)
-        best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-        return Choice(best if r[best] >= MIN_GAIN else 0, alpha, n, self.c, k_max, self.extra)
+        return Choice(best_k(alpha, n, self.c, k_max, self.extra), alpha, n, self.c, k_max, self.extra)
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,

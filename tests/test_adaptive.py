@@ -5,12 +5,15 @@ import math
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from specviz.adaptive import (
     MIN_GAIN,
     SHADOW_BUDGET,
     SHADOW_SCORE,
     AdaptiveK,
+    best_k,
     expected_tokens,
     rates,
     round_cost,
@@ -88,6 +91,14 @@ def test_tokens_a_round_adds_to_the_pass_are_priced_in_v():
     assert windowed_deep.choose(12).k >= deep.choose(12).k  # a fixed cost per round is spread over deeper drafts
     wide = AdaptiveK(12, 0.02, extra=223)  # W = 32, N = 8: no acceptance could pay for that pass
     assert wide.never_drafts() and not AdaptiveK(12, 0.02, extra=e).never_drafts()
+
+
+@given(st.floats(0, 1), st.floats(1, 6), st.floats(0, 0.6), st.integers(0, 16), st.sampled_from([0, 3, 14]))
+def test_best_k_is_the_best_rate_or_plain_decoding(alpha, per_level, c, k_max, extra):
+    """best_k stops early (no deeper K can beat the best so far); it must still be rates()'s argmax."""
+    r = rates(alpha, per_level, c, k_max, extra)
+    best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
+    assert best_k(alpha, per_level, c, k_max, extra) == (best if r[best] >= MIN_GAIN else 0)
 
 
 def test_an_expensive_drafter_needs_more_acceptance():

@@ -37,36 +37,41 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-Why some default configurations still lose, by 1-5%. A drafter that adaptive K idles either never
+Why three default configurations still lose, by 1-1.5%. A drafter that adaptive K idles either never
 drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,
 layer-skip; or no acceptance could pay for its pass): the engine neither asks nor updates it and
-keeps no features for it, and those rows tie the baseline within the A/A test's noise, but for adaptive
-K's own ~2 µs a round (0.2%): the sign test can call one of them slower (the neural tree at T = 0.8
-read 0.994× in this run and in the run of 06:48, slower here and a tie there). Ready to
-resume: every few idle rounds it drafts one level that is scored but not verified (a shadow, kept
-within 1% of a pass), and every round it learns from the emitted tokens (NASD's table, the trie's).
-Measured over 11 presets × 256 tokens × 2 at T = 0.8 (1 thread, 2026-11-24), an idle round costs
-the baseline's round (1178 µs) plus 10-25 µs of updates, and a shadow round 33-237 µs more than the
-baseline's. Lookahead pays that and rarely gets to draft: its Jacobi window rides in every drafting
-round's pass (v ≈ 2.1 at K = 4), so drafting pays only at an acceptance it seldom shows. What helped
-the others, measured against the baseline in one run: pricing a verify pass as measured, two lines
-with a step at 9 rows where the matmuls take a second block of rows (the old line overstated small
-passes), and then MIN_GAIN 1.15 -> 1.05 (Medusa at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has
-the A/B figures).
+keeps no features for it, and those rows tie the baseline (all 11 ties, 0.996-1.000×): paired round by
+round with the baseline on the same tokens (11 presets × 3, T = 0.8, 1 thread, 2026-11-24), their rounds
+cost 0.9-2.0 µs more than its ~1150 µs. Ready to resume: every few idle rounds it drafts one level
+that is scored but not verified (a shadow, kept within 1% of a pass), and every round it learns from
+the emitted tokens (NASD's table, the trie's). Measured the same way, a ready drafter's idle round
+costs 2.0 µs more than the baseline's (4.8 µs before an idle round made one call to adaptive K
+instead of two), and a shadow round some 20-40 µs more than an idle one (lookahead's +24 µs, +78 µs
+while its shadow still laid out the Jacobi window). Lookahead pays that and seldom gets to draft: its
+window rides in every drafting round's pass (v ≈ 2.1 at K = 4), so drafting pays only at an
+acceptance it seldom shows (under adaptive K a round whose pool has no candidate now runs no window;
+it used to be a ~15-row pass for one token). The trie at T = 0.8 sits at its break-even acceptance
+(about 0.15, where one level at v(2) = 1.11 just pays), and drafts as often as not at a small loss.
+What helped, measured against the baseline in one run: pricing a verify pass as measured (two lines
+with a step at 9 rows, where the matmuls take a second block of rows), MIN_GAIN 1.15 -> 1.05 (Medusa
+at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has the A/B figures), and the distilled chain drawing
+from its q in plain Python (draft c at T = 0.8 0.040 -> 0.023, its speedup 2.31x -> 2.43x).
 Measured and not kept: a calibration of the predicted tokens, a higher MIN_GAIN, half the shadow
-budget, retiring a drafter for good at T > 0, and starting a drafter too costly to shadow (it loses
-1-3% to its first drafts' catch-up). After a ~1 ms target pass the CPU's caches are cold and small
-work costs several times what it costs alone (silu on 256 floats: 8.7 µs right after a target step,
-1.1 µs in a loop; one torch.rand call 17 µs), so the round's own bookkeeping avoids torch calls where
-Python lists do: the uniforms come from a buffer (sampling.Stream), a draw is an inverse CDF over the
-row's 65 floats, a chain's attention mask is a view, a tree's mask is built from bytes, and a sampled
-tree's sibling q is derived only for the children tried. Chain drafters keep at most about 1 / v(K + 1)
-of their ideal: in rounds (distilled chain, K = 1..16, 6 presets, T = 0) a verify pass over N tokens
-costs v(2) = 1.11, v(5) = 1.22, v(8) = 1.34, v(9) = 1.52 and v(17) = 1.80 one-token passes (float32:
-a 5-row pass does five times the multiply-adds of a 1-row one), so at K = 4 only drafters with short
-or cheap drafts reach 0.8. Bookkeeping: a plain round's is 0.03-0.05 of a pass and a chain drafter's
-at most 0.09; a tree's is higher at T = 0.8 (0.07-0.12), since every child tried is a check and every
-rejected one a residual."""
+budget, retiring a drafter for good at T > 0, starting a drafter too costly to shadow (it loses 1-3%
+to its first drafts' catch-up), reading p and q as Python lists in the token-wise walk (slower: the
+trigram's verify phase 69 -> 82 µs, the neural tree's 102 -> 146 µs in rounds) and MKL's packed linear
+for N > 1 (16 matmuls of the target at N = 5: 1.44 one-row passes, addmm 1.23). After a ~1 ms target
+pass the CPU's caches are cold and small work costs several times what it costs alone (silu on 256
+floats: 8.7 µs right after a target step, 1.1 µs in a loop; one torch.rand call 17 µs), so the round's
+own bookkeeping avoids torch calls where Python lists do: the uniforms come from a buffer
+(sampling.Stream), a draw is an inverse CDF over the row's 65 floats, a chain's attention mask is a
+view, a tree's mask is built from bytes, and a sampled tree's sibling q is derived only for the
+children tried. Chain drafters keep at most about 1 / v(K + 1) of their ideal: in rounds (distilled
+chain, K = 1..16, 6 presets, T = 0) a verify pass over N tokens costs v(2) = 1.11, v(5) = 1.22, v(8) =
+1.34, v(9) = 1.52 and v(17) = 1.80 one-token passes (float32: a 5-row pass does five times the
+multiply-adds of a 1-row one), so at K = 4 only drafters with short or cheap drafts reach 0.8.
+Bookkeeping: a plain round's is 0.03-0.05 of a pass and a chain drafter's at most 0.09; a tree's is
+higher at T = 0.8 (0.10-0.12), since every child tried is a check and every rejected one a residual."""
 
 
 def section(rows: list[dict], when: str) -> str:

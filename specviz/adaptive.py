@@ -53,6 +53,11 @@ to spare gained nothing, their loss being readiness, not drafting. MIN_GAIN 1.3:
 once 12 observations average 0.1 below the break-even alpha): most idle drafters see too few
 observations in 256 tokens to retire early (Medusa shadows every 25th idle round), and the paired runs
 that were slower stayed slower (trie 19 of 22 either way, Medusa 20 -> 21, prompt lookup 14 -> 17).
+Nor counting a round that chose K > 0 but got no draft (no match for the context) as a failed level, so
+that the prior stops asking a drafter with nothing to say (the trie at T = 0.8 spent 632 of ~5000 rounds
+so, at the prior's alpha): NASD at T = 0.8 fell 1.021x -> 1.004x and prompt lookup 1.020x -> 1.005x
+against the baseline run alongside (11 presets x 2), and the trie and lookahead gained nothing; asking
+a cheap drafter costs its call, and it drafts again the moment a match comes back.
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.

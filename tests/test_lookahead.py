@@ -15,6 +15,7 @@ from specviz.charts.kv import kv_ledger as from_kv
 from specviz.drafters.base import chain
 from specviz.drafters.lookahead import LookaheadDrafter, NGramPool, ngram_tree, window_extra
 from specviz.engine import Generation, Settings, verify_pass
+from specviz.palette import GREY
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"
 
@@ -106,6 +107,14 @@ def test_under_adaptive_k_a_window_rides_only_with_candidates(tiny):
     for auto in (True, False):
         g = Generation(tiny, ids, Settings(drafter="lookahead", k=4, k_auto=auto, max_new_tokens=4))
         assert g.drafter.window_alone is not auto
+    # An adaptive round that chose K > 0 and found no candidate: a plain pass, its window drawn as not run
+    g = Generation(tiny, ids, Settings(drafter="lookahead", k=4, k_auto=True, max_new_tokens=12))
+    g.adaptive.successes, g.adaptive.trials = 99.0, 100.0  # confident: every round drafts
+    g.drafter.pool.grams.clear()
+    r = g.step()
+    assert r.k_choice.k > 0 and not r.draft_tokens and not r.extra_tokens and r.kv_after_verify == r.kv_before + 1
+    colours = charts.window_figure(r, tiny.tokenizer.chars).data[0].marker.color
+    assert set(colours[1:]) == {GREY}
 
 
 @torch.no_grad()

@@ -46,7 +46,9 @@ def lookahead_panel(r: RoundRecord, vocab: str) -> None:
         else:
             st.caption("Verified branch: no candidate's first character was accepted this round.")
     else:
-        st.caption("No n-gram in the pool starts with the root: nothing to verify; the pass still moves the window.")
+        st.caption("No n-gram in the pool starts with the root: nothing to verify; "
+                   + ("the pass still ran the window." if r.extra_tokens else "and with adaptive K the window did not "
+                      "run either (alone it is a wide pass for one token); it moves on with the text."))  # fmt: skip
     cost = charts.sampling_cost(r)
     if cost["greedy_guesses"]:
         st.caption(f"What sampling costs: {cost['greedy_guesses']} candidate(s) tried were the target's own greedy "

@@ -39,8 +39,8 @@ def sampling_cost(r: RoundRecord) -> dict:
 def window_figure(r: RoundRecord, vocab: str) -> go.Figure:
     """The window as the verify pass saw it: cell (j, i) at x = its offset after the root, y = its
     level (Jacobi step, oldest at the bottom), and above it the new guesses the pass made. Cells
-    the round's emitted text confirms are green; columns that did not fit in the context window
-    are grey."""
+    the round's emitted text confirms are green; columns that did not run are grey (no room left in
+    the context window, or, with adaptive K, no candidate for the window to ride with)."""
     n = r.draft_notes
     levels, cols = n["window"], n["columns_run"]
     truth = {1 + t: tok for t, tok in enumerate(r.emitted)}  # offset -> the token emitted there

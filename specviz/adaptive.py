@@ -184,12 +184,14 @@ def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra:
 
 
 class AdaptiveK:
-    def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0, extra: int = 0):
+    def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0, extra: int = 0,
+                 nodes_per_level: float = 1.0):  # fmt: skip
         """``draft_cost``: per drafted token; ``call_cost``: per draft call, whatever its size (both in
-        target forward passes); ``extra``: tokens a drafting round adds to the verify pass. The
-        drafter's own figures: Drafter.draft_cost, Drafter.call_cost, Drafter.verify_extra."""
+        target forward passes); ``extra``: tokens a drafting round adds to the verify pass;
+        ``nodes_per_level``: drafted tokens per level assumed until a draft is seen. The drafter's own
+        figures: Drafter.draft_cost, call_cost, verify_extra, nodes_per_level (and max_depth caps k_max)."""
         self.k_max = k_max
-        self.c, self.extra = draft_cost, extra
+        self.c, self.extra, self.nodes_per_level = draft_cost, extra, nodes_per_level
         shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
@@ -204,7 +206,7 @@ class AdaptiveK:
 
     @property
     def per_level(self) -> float:
-        return self.tokens / self.levels if self.levels else 1.0
+        return self.tokens / self.levels if self.levels else self.nodes_per_level
 
     def choose(self, limit: int) -> Choice:
         """The K for the next round, at most ``limit`` (the engine's own bound). Runs every round,

@@ -93,6 +93,19 @@ def test_tokens_a_round_adds_to_the_pass_are_priced_in_v():
     assert wide.never_drafts() and not AdaptiveK(12, 0.02, extra=e).never_drafts()
 
 
+def test_a_drafter_of_known_width_is_priced_at_it_until_it_has_drafted():
+    """Lookahead sends up to G nodes a level plus its window: priced as a chain, its first draft was
+    a ~30-row pass for ~1.3 tokens. At its width, the same acceptance does not pay; once it has
+    drafted, what it sent is the estimate."""
+    wide, chain = AdaptiveK(3, 0.02, extra=14, nodes_per_level=5.0), AdaptiveK(3, 0.02, extra=14)
+    for a in (wide, chain):
+        a.successes, a.trials = 7.0, 10.0  # alpha = 8/12
+    assert (wide.per_level, chain.per_level) == (5.0, 1.0)
+    assert chain.choose(3).k > 0 and wide.choose(3).k == 0
+    wide.update(3, 6, 3, 1)
+    assert wide.per_level == 2.0  # 6 tokens over 3 levels
+
+
 @given(st.floats(0, 1), st.floats(1, 6), st.floats(0, 0.6), st.integers(0, 16), st.sampled_from([0, 3, 14]))
 def test_best_k_is_the_best_rate_or_plain_decoding(alpha, per_level, c, k_max, extra):
     """best_k stops early (no deeper K can beat the best so far); it must still be rates()'s argmax."""

@@ -107,6 +107,10 @@ def test_under_adaptive_k_a_window_rides_only_with_candidates(tiny):
     for auto in (True, False):
         g = Generation(tiny, ids, Settings(drafter="lookahead", k=4, k_auto=auto, max_new_tokens=4))
         assert g.drafter.window_alone is not auto
+    # Adaptive K weighs no K deeper than a candidate (N - 1) and prices a first draft at G nodes a level
+    for k, k_max in ((12, 3), (2, 2)):
+        a = Generation(tiny, ids, Settings(drafter="lookahead", k=k, k_auto=True, max_new_tokens=4)).adaptive
+        assert a.k_max == k_max and a.per_level == 5.0 and len(a.choose(k).candidates()) == k_max + 1
     # An adaptive round that chose K > 0 and found no candidate: a plain pass, its window drawn as not run
     g = Generation(tiny, ids, Settings(drafter="lookahead", k=4, k_auto=True, max_new_tokens=12))
     g.adaptive.successes, g.adaptive.trials = 99.0, 100.0  # confident: every round drafts

@@ -113,6 +113,11 @@ class Drafter:
     # Tokens every drafting round adds to the verify pass besides its draft (Draft.extra: lookahead's
     # window); adaptive K counts them in v(N). Idle rounds send none.
     verify_extra = 0
+    # Drafted tokens per depth level that adaptive K prices a draft at before it has seen one: 1 for a
+    # chain; a tree drafter whose width its knobs fix says so, or its first draft is priced as a chain.
+    nodes_per_level = 1.0
+    # The deepest draft this drafter can make whatever K is (None: K itself); adaptive K weighs no deeper K.
+    max_depth: int | None = None
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

@@ -172,6 +172,11 @@ class LookaheadDrafter(Drafter):
         self.row: dict[tuple[int, int], int] = {}  # cell -> its extra row, this round
         self.preds: list[int] = []  # the top level's predictions, per column run this round
         self.verify_extra = (ngram - 1) * window - 1  # the window's cells but the root (window_layout)
+        # Each candidate adds at most one node per level and is N - 1 tokens long. Priced as a chain
+        # before its first draft, a round sent ~15 nodes where adaptive K expected K, with the window's
+        # 14 rows: ~2.6x a plain round's time for ~1.3 tokens, once per run (the bench's 11 presets at
+        # T = 0.8, 2026-11-24); priced at its width it waits for evidence of more.
+        self.nodes_per_level, self.max_depth = float(candidates), ngram - 1
 
     def top_cell_rows(self) -> list[int]:
         """Row of the observed logits (root first, then the extras) that predicts for each column."""

@@ -37,21 +37,25 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-Why three default configurations still lose, by 1-1.5%. A drafter that adaptive K idles either never
+Why default configurations still lose, by 0.2-1%. A drafter that adaptive K idles either never
 drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,
-layer-skip; or no acceptance could pay for its pass): the engine neither asks nor updates it and
-keeps no features for it, and those rows tie the baseline (all 11 ties, 0.996-1.000×): paired round by
-round with the baseline on the same tokens (11 presets × 3, T = 0.8, 1 thread, 2026-11-24), their rounds
-cost 0.9-2.0 µs more than its ~1150 µs. Ready to resume: every few idle rounds it drafts one level
-that is scored but not verified (a shadow, kept within 1% of a pass), and every round it learns from
-the emitted tokens (NASD's table, the trie's). Measured the same way, a ready drafter's idle round
-costs 2.0 µs more than the baseline's (4.8 µs before an idle round made one call to adaptive K
-instead of two), and a shadow round some 20-40 µs more than an idle one (lookahead's +24 µs, +78 µs
-while its shadow still laid out the Jacobi window). Lookahead pays that and seldom gets to draft: its
-window rides in every drafting round's pass (v ≈ 2.1 at K = 4), so drafting pays only at an
-acceptance it seldom shows (under adaptive K a round whose pool has no candidate now runs no window;
-it used to be a ~15-row pass for one token). The trie at T = 0.8 sits at its break-even acceptance
-(about 0.15, where one level at v(2) = 1.11 just pays), and drafts as often as not at a small loss.
+layer-skip; or no acceptance could pay for its pass): the engine neither asks nor updates it and keeps
+no features for it, so its round is the baseline's plus adaptive K's cached answer and an idle note
+(+0.7-0.9 µs, the draft phase's medians in rounds). Paired round by round with the baseline on the same
+tokens (11 presets × 2, T = 0.8, 1 thread, 2026-11-24), those rounds measured 2.3-3.3 µs over its
+~1150 µs, the rest in the verify phase, whose code and inputs are the same: where the run's tensors
+land in memory. That is 0.2-0.3%, and over 33 pairs the sign test sometimes calls it slower (this run:
+layer-skip at T = 0, eagle1 and eagle3-tree at T = 0.8; the last run: none). Ready to resume: every few
+idle rounds it drafts one level that is scored but not verified (a shadow, kept within 1% of a pass),
+and every round it learns from the emitted tokens (NASD's table, the trie's). Lookahead pays that and
+cannot win it back here: its window rides in every drafting round's pass (v ≈ 2.1 at K = 4), so a draft
+pays only at an acceptance it shows just after lucky shadows. Without shadows it ties (0.999x at both
+temperatures, 11 presets × 2); with them it loses 0.5-1%. Adaptive K now prices its first draft at its
+width (G nodes a level, not one) and weighs no K deeper than a candidate (N - 1): before, that first
+draft was a ~30-row pass for ~1.3 tokens, and lookahead measured 0.989x at both temperatures in the
+last run, 0.990x in this one (0.995x and 0.992x paired, 11 presets × 2). The trie at T = 0.8 sits at its
+break-even acceptance (about 0.15, where one level at v(2) = 1.11 just pays): a tie in this run (0.990x),
+slower in the last (0.987x).
 What helped, measured against the baseline in one run: pricing a verify pass as measured (two lines
 with a step at 9 rows, where the matmuls take a second block of rows), MIN_GAIN 1.15 -> 1.05 (Medusa
 at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has the A/B figures), and the distilled chain drawing

@@ -49,10 +49,10 @@ def test_find_and_children_match_brute_force_counts():
             lo, hi = index.find(pattern)
             assert hi - lo == brute_count(tokens, pattern)
             assert sorted(index.sa[lo:hi].tolist()) == [i for i in range(len(tokens)) if tokens[i : i + m] == pattern]
-            assert index.followed(pattern) == brute_count(tokens, pattern, followed=True)
-            assert index.occurs_followed(pattern) == (index.followed(pattern) > 0)
+            assert index.count(index.root(pattern)) == brute_count(tokens, pattern, followed=True)
+            assert index.occurs_followed(pattern) == (index.count(index.root(pattern)) > 0)
             kids = index.children(index.root(pattern))
-            assert sum(n for _, n, _ in kids) == index.followed(pattern)
+            assert sum(n for _, n, _ in kids) == index.count(index.root(pattern))
             for t, n, (a, b, depth) in kids:
                 assert n == b - a == brute_count(tokens, pattern + [t]) and depth == m + 1
             assert [-n for _, n, _ in kids] == sorted(-n for _, n, _ in kids)  # most frequent first

@@ -109,10 +109,6 @@ class SuffixIndex:
         )
         return sorted(kids, key=lambda c: (-c[1], c[0]))
 
-    def followed(self, pattern: list[int]) -> int:
-        """Occurrences of ``pattern`` followed by a token."""
-        return self.count(self.root(pattern))
-
     def count(self, state: tuple[int, int, int]) -> int:
         """Occurrences in a state followed by a token: all but the one that ends the text, if any."""
         lo, hi, depth = state
@@ -132,7 +128,7 @@ class SuffixIndex:
 
 
 class ContextSearch:
-    """The generation's own text, searched as it is: the same root/children/followed as a
+    """The generation's own text, searched as it is: the same root/children/count as a
     SuffixIndex over it, the occurrences found by bytes.find. A state is the list of positions of
     the tokens that follow a path's occurrences (those that have one)."""
 

@@ -1,5 +1,6 @@
 """Charts are pure functions of the records: every number drawn is a number recorded."""
 
+import pandas as pd
 import pytest
 
 from models.checkpoint import load_checkpoint
@@ -95,12 +96,13 @@ def test_trigram_view_shows_rows_and_fallbacks():
     s = Session(target, target.tokenizer.encode("ROMEO:\n"), Settings(drafter="trigram", k=6, min_context_count=5000))
     for _ in range(8):
         s.forward()
-    frames = [charts.trigram_frame(r, target.tokenizer.chars, 5000) for r in s.rounds]
+    frames = [charts.trigram_frame(r, target.tokenizer.chars) for r in s.rounds]
     rows = [row for f in frames for row in f.to_dict("records")]
     assert sum(len(f) for f in frames) == sum(len(r.draft_tokens) for r in s.rounds)
-    fallbacks = [x for x in rows if x["row used"] == "bigram"]
-    assert fallbacks and all(x["evidence"] is None or x["evidence"] < 5000 for x in fallbacks)
-    assert all(x["evidence"] >= 5000 for x in rows if x["row used"] == "trigram")
+    fallbacks = [x for x in rows if x["row"] == "bigram"]
+    assert fallbacks and all(pd.isna(x["evidence"]) or x["evidence"] < 5000 for x in fallbacks)
+    assert all(f["evidence"].dtype == "Int64" for f in frames)  # shown as counts, not as floats
+    assert all(x["evidence"] >= 5000 for x in rows if x["row"] == "trigram")
 
 
 def test_every_figure_is_valid_plotly(run):

@@ -23,7 +23,7 @@ def chart(fig, key: str) -> None:
 
 # Columns kept in view, on the left, when a table is wider than its column (the checks beside the
 # text at 1024 px show ~300 px of ~450): which drafted token, and what became of it.
-PINNED = ("depth", "token", "result", "block keeps")
+PINNED = ("depth", "token", "drafted", "result", "block keeps")
 
 
 def table(frame, help: dict[str, str] | None = None) -> None:
@@ -125,11 +125,11 @@ def current_round(r: RoundRecord, session: Session) -> None:
         chart(charts.residual_bars(r, vocab), "residual")
     if r.bonus_p is not None:
         chart(charts.bonus_bars(r, vocab), "bonus")
-    frame = charts.trigram_frame(r, vocab, settings.min_context_count)
+    frame = charts.trigram_frame(r, vocab)
     if not frame.empty:
         st.markdown("**Trigram rows used** (fallback to the bigram row when the context's evidence is below "
                     f"min_context_count = {settings.min_context_count})")  # fmt: skip
-        st.dataframe(frame, hide_index=True)
+        table(frame, charts.TRIGRAM_HELP)
 
 
 def export(session: Session) -> None:

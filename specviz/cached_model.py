@@ -155,17 +155,19 @@ class CachedModel:
         self.feature_layers: tuple[int, ...] = ()  # see capture()
 
     def _alloc(self, capacity: int) -> None:
-        old = getattr(self, "kv", None)
-        shape = (self.n_head, capacity, self.hs)
-        self.kv = [tuple(torch.empty(shape, dtype=self.dtype, device=self.device) for _ in range(2))
-                   for _ in self.w.layers]  # fmt: skip  # per layer (k, v), each (nh, capacity, hs)
+        old = getattr(self, "kv_buf", None)
+        # Every layer's keys and values in one buffer, so that keep() gathers a tree's path for all of
+        # them in one index_select (16 per-tensor gathers cost a tree round ~30 us); each layer's K and V
+        # are views of it, shaped and strided as tensors of their own would be.
+        self.kv_buf = torch.empty(len(self.w.layers), 2, self.n_head, capacity, self.hs, dtype=self.dtype,
+                                  device=self.device)  # fmt: skip  # (L, 2, nh, capacity, hs)
+        self.kv = [(layer[0], layer[1]) for layer in self.kv_buf]  # per layer (k, v), each (nh, capacity, hs)
         old_feats = getattr(self, "feats", None)
         self.feats = torch.empty(len(getattr(self, "feature_layers", ())), capacity, self.n_embd,
                                  dtype=self.dtype, device=self.device)  # fmt: skip  # (F, capacity, C)
         if old is not None:
-            n = old[0][0].size(1)
-            for (k, v), (ok, ov) in zip(self.kv, old, strict=True):
-                k[:, :n], v[:, :n] = ok, ov
+            n = old.size(3)
+            self.kv_buf[:, :, :, :n] = old
             if old_feats.size(0) == self.feats.size(0):  # capture() changes the layers on an empty cache
                 self.feats[:, :n] = old_feats
 
@@ -187,7 +189,7 @@ class CachedModel:
 
     @property
     def capacity(self) -> int:
-        return self.kv[0][0].size(1)
+        return self.kv_buf.size(3)
 
     @property
     def length(self) -> int:
@@ -271,11 +273,9 @@ class CachedModel:
         chain's prefix, or a tree's accepted path), ``tokens`` the tokens they hold."""
         P, n = self.length, len(new)
         assert n == len(tokens) and (n == 0 or min(new) >= 0 and max(new) < self._new)
-        if new != list(range(n)):  # a tree's path: gather it into place after the cache
+        if new != list(range(n)):  # a tree's path: gather it into place after the cache, every layer at once
             src = torch.tensor(new, device=self.device) + P
-            for K, V in self.kv:
-                K[:, P : P + n] = K.index_select(1, src)
-                V[:, P : P + n] = V.index_select(1, src)
+            self.kv_buf[:, :, :, P : P + n] = self.kv_buf.index_select(3, src)
             if self.feature_layers:
                 self.feats[:, P : P + n] = self.feats.index_select(1, src)
         self.cached += tokens  # in place: no one else holds the list (copy_from and trim_to copy)
@@ -326,8 +326,7 @@ class CachedModel:
         n = other.length
         if self.capacity < n:
             self._alloc(2 * n)
-        for (k, v), (ok, ov) in zip(self.kv, other.kv, strict=True):
-            k[:, :n], v[:, :n] = ok[:, :n], ov[:, :n]
+        self.kv_buf[:, :, :, :n] = other.kv_buf[:, :, :, :n]
         if self.feature_layers:
             assert other.feature_layers == self.feature_layers
             self.feats[:, :n] = other.feats[:, :n]

@@ -45,17 +45,18 @@ no features for it, so its round is the baseline's plus adaptive K's cached answ
 tokens (11 presets × 2, T = 0.8, 1 thread, 2026-11-24), those rounds measured 2.3-3.3 µs over its
 ~1150 µs, the rest in the verify phase, whose code and inputs are the same: where the run's tensors
 land in memory. That is 0.2-0.3%, and over 33 pairs the sign test sometimes calls it slower (this run:
-layer-skip at T = 0, eagle1 and eagle3-tree at T = 0.8; the last run: none). Ready to resume: every few
+eagle1 at T = 0.8; the run before, an hour earlier: layer-skip at T = 0, eagle1 and eagle3-tree at T = 0.8;
+the one before that: none). Ready to resume: every few
 idle rounds it drafts one level that is scored but not verified (a shadow, kept within 1% of a pass),
 and every round it learns from the emitted tokens (NASD's table, the trie's). Lookahead pays that and
 cannot win it back here: its window rides in every drafting round's pass (v ≈ 2.1 at K = 4), so a draft
 pays only at an acceptance it shows just after lucky shadows. Without shadows it ties (0.999x at both
 temperatures, 11 presets × 2); with them it loses 0.5-1%. Adaptive K now prices its first draft at its
 width (G nodes a level, not one) and weighs no K deeper than a candidate (N - 1): before, that first
-draft was a ~30-row pass for ~1.3 tokens, and lookahead measured 0.989x at both temperatures in the
-last run, 0.990x in this one (0.995x and 0.992x paired, 11 presets × 2). The trie at T = 0.8 sits at its
-break-even acceptance (about 0.15, where one level at v(2) = 1.11 just pays): a tie in this run (0.990x),
-slower in the last (0.987x).
+draft was a ~30-row pass for ~1.3 tokens, and lookahead measured 0.989x and 0.985x before, 0.991x and
+0.989x in this run (0.992x and 0.995x paired, 11 presets × 2). The trie at T = 0.8 sits at its
+break-even acceptance (about 0.15, where one level at v(2) = 1.11 just pays): a tie in this run (0.992x),
+slower in an earlier one (0.987x).
 What helped, measured against the baseline in one run: pricing a verify pass as measured (two lines
 with a step at 9 rows, where the matmuls take a second block of rows), MIN_GAIN 1.15 -> 1.05 (Medusa
 at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has the A/B figures), and the distilled chain drawing
@@ -75,7 +76,8 @@ chain, K = 1..16, 6 presets, T = 0) a verify pass over N tokens costs v(2) = 1.1
 1.34, v(9) = 1.52 and v(17) = 1.80 one-token passes (float32: a 5-row pass does five times the
 multiply-adds of a 1-row one), so at K = 4 only drafters with short or cheap drafts reach 0.8.
 Bookkeeping: a plain round's is 0.03-0.05 of a pass and a chain drafter's at most 0.09; a tree's is
-higher at T = 0.8 (0.10-0.12), since every child tried is a check and every rejected one a residual."""
+higher at T = 0.8 (0.11-0.12; 0.12-0.13 before keep() gathered every layer in one index_select), since
+every child tried is a check and every rejected one a residual."""
 
 
 def section(rows: list[dict], when: str) -> str:

@@ -207,10 +207,11 @@ def cmd_generate(args) -> None:
         )
         return
     print(args.prompt + trace.text)
+    depth = settings.k if gen.adaptive is None else f"auto (at most {gen.adaptive.k_max})"  # the drafter may cap it
     print(
         f"-- {summary['tokens']} tokens in {summary['target_forwards']} target forward passes "
         f"({summary['mean_accepted']:.2f} per pass), acceptance rate {summary['acceptance_rate']:.1%}, "
-        f"drafter {settings.drafter}, K={settings.k}, T={settings.temperature}",
+        f"drafter {settings.drafter}, K={depth}, T={settings.temperature}",
         file=sys.stderr,
     )
 

@@ -43,7 +43,11 @@ def test_generate_text_and_summary(capsys):
     code, out, err = run(
         capsys, "generate", "--prompt", "JULIET:", "--drafter", "trie", "--max-new-tokens", "30", "--model", "tiny"
     )
-    assert code == 0 and out.startswith("JULIET:") and "target forward passes" in err
+    assert code == 0 and out.startswith("JULIET:") and "target forward passes" in err and "K=4," in err
+    # adaptive K: the summary says so, and the depth the drafter allows (lookahead: N - 1 = 3 by default)
+    code, _, err = run(capsys, "generate", "--drafter", "lookahead", "--k", "auto", "--max-new-tokens", "8",
+                       "--model", "tiny")  # fmt: skip
+    assert code == 0 and "K=auto (at most 3)," in err
 
 
 def test_generate_neural_tree_with_replacement(capsys):

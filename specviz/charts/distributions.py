@@ -29,7 +29,7 @@ def _top(vectors: list[list[float]], must: list[int], top: int) -> list[int]:
 
 
 def _layout(title: str, annotations: list[dict]) -> dict:
-    return {"title": {"text": title}, "height": 300, "margin": {"l": 40, "r": 10, "t": 50, "b": 30},
+    return {"title": {"text": title}, "height": 300, "margin": {"l": 40, "r": 10, "t": 60, "b": 30},
             "barmode": "overlay", "legend": {"orientation": "h", "y": -0.15}, "yaxis": {"title": {"text": "probability"}},
             "annotations": annotations}  # fmt: skip
 
@@ -68,13 +68,16 @@ def _draw_bars(dist: torch.Tensor, drawn: int, vocab: str, name: str, title: str
 def residual_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
     """After a rejection: norm(max(0, p - q)), and the correction drawn from it."""
     return _draw_bars(r.residual, r.correction, vocab, "norm(max(0, p − q))",
-                      f"Residual: the correction {label(vocab, r.correction)!r} is drawn from norm(max(0, p − q))", top)  # fmt: skip
+                      f"Residual: correction {label(vocab, r.correction)!r}<br><sub>drawn from norm(max(0, p − q))</sub>",
+                      top)  # fmt: skip
 
 
 def bonus_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
-    """After a fully accepted draft: the target's next distribution, and the bonus drawn from it."""
+    """After a fully accepted draft (or none: a plain step): the target's next distribution, and the
+    bonus drawn from it. Two short lines: the chart is ~300 px wide beside the text at 1024 px."""
+    why = "every drafted character accepted: one more, free" if r.draft_tokens else "nothing drafted: a plain step"
     return _draw_bars(r.bonus_p, r.bonus, vocab, "p (target)",
-                      f"Bonus: every draft accepted, so {label(vocab, r.bonus)!r} is drawn from p for free", top)  # fmt: skip
+                      f"Bonus: {label(vocab, r.bonus)!r}, drawn from p<br><sub>{why}</sub>", top)  # fmt: skip
 
 
 def candidate_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:

@@ -59,4 +59,4 @@ def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Fig
     return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
                          "xaxis": {"title": {"text": "round"}}, "yaxis": {"title": {"text": "cache entries"}},
                          "title": {"text": "KV cache over the rounds"}, "bargap": 0.1, "shapes": shapes,
-                         "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip
+                         "legend": {"orientation": "h", "y": -0.45}})  # fmt: skip

@@ -45,7 +45,8 @@ def residual_bars(o: Overlap) -> go.Figure:
         return figure(data, _tokens("No residual: p = q, so no draft is ever rejected", len(x)))
     data.insert(0, bar(x, o.residual.tolist(), "residual norm(max(0, p − q))", marker={"color": DRAW_COLOUR},
                        opacity=0.4))  # fmt: skip
-    title = f"Residual: max(0, p − q) has mass 1 − α = {1 - o.alpha:.4f}<br><sub>normalised, it sums to 1</sub>"
+    # Short lines: at 1024 px the chart is ~300 px wide, and plotly does not wrap a title.
+    title = f"Residual: mass 1 − α = {1 - o.alpha:.4f}<br><sub>max(0, p − q), normalised to sum to 1</sub>"
     return figure(data, _tokens(title, len(x)))
 
 
@@ -58,7 +59,7 @@ def histogram_bars(freq: torch.Tensor, p: torch.Tensor, n: int, tv: float) -> go
         {"type": "scatter", "x": x, "y": p.tolist(), "mode": "markers", "name": "p (target)",
          "marker": {"color": P_COLOUR, "symbol": "line-ew-open", "size": 14, "line": {"width": 3}}},
     ]  # fmt: skip
-    return figure(data, _tokens(f"Simulated output against p: TV = {tv:.4f} after {n:,} steps", len(p)))
+    return figure(data, _tokens(f"Simulated output against p<br><sub>TV = {tv:.4f} after {n:,} steps</sub>", len(p)))
 
 
 def _line(x, y, name: str, colour: str, **kw) -> dict:
@@ -68,7 +69,7 @@ def _line(x, y, name: str, colour: str, **kw) -> dict:
 
 def _plot(title: str, xaxis: dict, yaxis: dict, **layout) -> dict:
     return {"title": {"text": title}, "height": 320, "margin": MARGIN, "xaxis": xaxis, "yaxis": yaxis,
-            "legend": {"orientation": "h", "y": -0.25}, **layout}  # fmt: skip
+            "legend": {"orientation": "h", "y": -0.3}, **layout}  # fmt: skip
 
 
 def convergence_chart(curves: dict[str, list[tuple[int, float]]], limits: dict[str, float]) -> go.Figure:
@@ -85,7 +86,7 @@ def convergence_chart(curves: dict[str, list[tuple[int, float]]], limits: dict[s
     data.append(_line(ends, [1 / math.sqrt(n) for n in ends], "1/√n (the scale of sampling noise)", GREY,
                       line={"color": GREY, "dash": "dash"}))  # fmt: skip
     # One tick per decade: plotly's default also labels 2 and 5 in each, which collide at projector widths.
-    layout = _plot("TV(output histogram, p) as the steps add up",
+    layout = _plot("TV(output histogram, p)<br><sub>as the steps add up</sub>",
                    {"type": "log", "dtick": 1, "tickformat": ",d", "title": {"text": "steps"}},
                    {"type": "log", "dtick": 1, "title": {"text": "total variation distance to p"}})  # fmt: skip
     return figure(data, layout)

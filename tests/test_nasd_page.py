@@ -77,7 +77,7 @@ def test_growth_figure_sums_to_the_additions(run):
         assert list(t[f"entries from {src}"].y) == [s["entries"][src] for s in states]
     assert list(t["new contexts"].y) == [s["contexts"] - states[0]["contexts"] for s in states]
     assert (
-        f"the prompt's {states[0]['entries']['prompt']} (in {states[0]['contexts']} contexts)"
+        f"the prompt's {states[0]['entries']['prompt']}<br>(in {states[0]['contexts']} contexts)"
         in fig.layout.annotations[0].text
     )
     total = sum(sum(t[f"added from {src}"].y) for src in ("accepted", "filler_top_k"))

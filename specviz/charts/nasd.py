@@ -63,7 +63,7 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
     would dwarf the growth. Bottom: the counts each round added, by source, and how many of them
     were new entries."""
     start = states[0]
-    top = f"Entries added to the prompt's {start['entries']['prompt']} (in {start['contexts']} contexts)"
+    top = f"Entries added to the prompt's {start['entries']['prompt']}<br>(in {start['contexts']} contexts)"  # ~300 px wide
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.1, row_heights=[0.5, 0.5],
                         subplot_titles=(top, "Counts added per round"))  # fmt: skip
     x = [0] + [s["round"] for s in states[1:]]  # 0: the prompt
@@ -82,8 +82,8 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
                     marker=dict(symbol="diamond", size=9, color="#111827"))  # fmt: skip
     if current is not None:
         fig.add_vline(x=current, line_dash="dot", line_color="#111827")
-    fig.update_layout(barmode="stack", height=480, margin=dict(l=40, r=10, t=40, b=30),
-                      legend=dict(orientation="h", y=-0.12))  # fmt: skip
+    fig.update_layout(barmode="stack", height=500, margin=dict(l=40, r=10, t=60, b=30),
+                      legend=dict(orientation="h", y=-0.16))  # fmt: skip
     few = len(x) <= 25
     fig.update_xaxes(tickvals=x if few else None, ticktext=["prompt"] + [str(v) for v in x[1:]] if few else None)
     fig.update_xaxes(title="after round", row=2, col=1)

@@ -198,10 +198,11 @@ def flattening_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
     ticks = [str(p) for p in r.draft_positions]
     extra = (f"correction {label(vocab, r.correction)!r}" if r.correction is not None
              else f"bonus {label(vocab, r.bonus)!r}")  # fmt: skip
-    title = (f"Depth-first flattening: root + {n - 1} drafted tokens in one forward pass; siblings share a position id"
-             f"<br><sub>Accepted {r.n_accepted} along the path, then the target's own {extra}. Arcs join each token "
-             f"to its parent.</sub>")  # fmt: skip
-    fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=80, b=10), plot_bgcolor="white",
+    # Short lines: at 1024 px the chart is ~420 px wide, and plotly does not wrap a title.
+    title = (f"Depth-first flattening: root + {n - 1} drafted, one pass<br><sub>siblings share a position id; "
+             f"accepted {r.n_accepted} along the path,<br>then the target's own {extra}; arcs join each token to its "
+             "parent</sub>")  # fmt: skip
+    fig.update_layout(title=title, height=320, margin=dict(l=10, r=10, t=95, b=10), plot_bgcolor="white",
                       legend=dict(orientation="h", y=-0.3), xaxis=dict(tickvals=list(range(n)), ticktext=ticks,
                       tickangle=-90 if n > 30 else 0, range=[-0.7, n - 0.3], showgrid=False,
                       title="position id (kv_before + depth)"),
@@ -232,8 +233,9 @@ def mask_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
                       name="accepted path")  # fmt: skip
     font = 11 if n <= 30 else 8
     kind = "Tree attention mask" if r.tree_mask is not None else "Causal mask (this draft is a chain)"
-    fig.update_layout(title=f"{kind} (blue: may attend; ✓ outlined rows: the accepted path)",
-                      height=min(1000, max(320, 18 * n + 130)), margin=dict(l=10, r=10, t=75, b=10),
+    fig.update_layout(title=dict(text=f"{kind}<br><sub>blue: may attend; ✓ outlined rows: the accepted path</sub>",
+                                 yref="container", y=1, yanchor="top", pad=dict(t=10)),  # above the top ticks
+                      height=min(1000, max(340, 18 * n + 150)), margin=dict(l=10, r=10, t=95, b=10),
                       xaxis=dict(tickvals=list(range(n)), ticktext=labels, side="top", tickfont=dict(size=font)),
                       yaxis=dict(tickvals=list(range(n)), ticktext=rows, autorange="reversed", tickfont=dict(size=font)))  # fmt: skip
     return fig
@@ -261,11 +263,11 @@ def kv_gather_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
     fig.add_annotation(x=r.kv_before - 0.6, y=0.5, xanchor="right", showarrow=False,
                        text=f"entries 0…{r.kv_before - 1}:<br>earlier context, kept")  # fmt: skip
     how = "gather" if r.tree_mask is not None else "trim"
-    title = (f"KV cache: verification wrote {len(written)} entries ({r.kv_before}…{r.kv_after_verify - 1}), one per "
-             f"token of the row above; the {how} keeps the root and the {r.n_accepted} accepted → {r.kv_after_trim} "
-             "entries")  # fmt: skip
-    fig.update_layout(title=title, height=260, margin=dict(l=10, r=10, t=50, b=10), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.2), xaxis=dict(title="cache index",
+    title = (f"KV cache: verification wrote {len(written)} entries ({r.kv_before}…{r.kv_after_verify - 1})<br><sub>"
+             f"one per token of the row above; the {how} keeps<br>the root and the {r.n_accepted} accepted → "
+             f"{r.kv_after_trim} entries</sub>")  # fmt: skip
+    fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=85, b=10), plot_bgcolor="white",
+                      legend=dict(orientation="h", y=-0.4), xaxis=dict(title="cache index",
                       range=[r.kv_before - 4, r.kv_after_verify], dtick=1 if len(written) <= 24 else 5),
                       yaxis=dict(tickvals=[0, 1], ticktext=["after gather", "after verify"], range=[-0.5, 1.5]))  # fmt: skip
     return fig

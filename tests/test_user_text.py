@@ -93,6 +93,8 @@ def test_model_output_echoing_the_prompt_shows_as_text(target):
 def test_uploaded_rows_become_escaped_chart_text():
     fig = speedup_bars([BENCH_ROW | {"drafter": PAYLOAD}], f"{PAYLOAD}.jsonl")
     assert fig.layout.title.text == plotly_text(f"{PAYLOAD}.jsonl") and list(fig.data[0].x) == [plotly_text(PAYLOAD)]
+    both = speedup_bars([BENCH_ROW], f"{PAYLOAD}.jsonl", PAYLOAD)  # the second line is escaped too
+    assert both.layout.title.text == f"{plotly_text(PAYLOAD + '.jsonl')}<br><sub>{plotly_text(PAYLOAD)}</sub>"
 
 
 def test_payload_in_a_real_browser(app_url, page, tmp_path, target):

@@ -22,8 +22,9 @@ def chart(fig, key: str) -> None:
 
 
 # Columns kept in view, on the left, when a table is wider than its column (the checks beside the
-# text at 1024 px show ~300 px of ~450): which drafted token, and what became of it.
-PINNED = ("depth", "token", "drafted", "result", "block keeps")
+# text at 1024 px show ~300 px of ~450): which drafted token, and what became of it; which drafter (the
+# shoot-out's rows).
+PINNED = ("depth", "token", "drafted", "result", "block keeps", "drafter")
 
 
 def table(frame, help: dict[str, str] | None = None) -> None:

@@ -8,7 +8,7 @@ from specviz.markup import md
 from specviz.shootout import SWEEP_KS, run_shootout
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
-from ui.round_view import chart
+from ui.round_view import chart, table
 
 
 def measure(spec) -> None:
@@ -33,14 +33,15 @@ def key(spec) -> tuple:
 
 def show(result) -> None:
     at_k = [r for r in result.rows if r["k"] == result.k]
-    st.dataframe(charts.results_frame(at_k), hide_index=True)
+    table(charts.results_frame(at_k))
     c = st.columns(2)
     with c[0]:
-        chart(charts.speedup_bars(at_k, f"Speedup and tokens per forward pass, K={result.k}"), "so_speedup")
-        chart(charts.expected_vs_measured(at_k), "so_expected")
+        chart(charts.speedup_bars(at_k, f"Speedup, K={result.k}", "beside tokens per forward pass, the ideal"),
+              "so_speedup")  # fmt: skip
     with c[1]:
-        chart(charts.k_sweep(result.rows), "so_sweep")
-        chart(charts.position_lines(result.by_position), "so_positions")
+        chart(charts.expected_vs_measured(at_k), "so_expected")
+    chart(charts.k_sweep(result.rows), "so_sweep")  # a line per drafter: full width, for the legend
+    chart(charts.position_lines(result.by_position), "so_positions")
     chart(charts.model_vs_measured(at_k), "so_model")
     if result.rules:
         st.subheader("Token-wise or block verification, chain drafters")
@@ -55,7 +56,7 @@ def show(result) -> None:
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
     with st.expander("Every K"):
-        st.dataframe(charts.results_frame(result.rows), hide_index=True)
+        table(charts.results_frame(result.rows))
 
 
 def from_file() -> None:
@@ -71,7 +72,7 @@ def from_file() -> None:
     for T in sorted({r["temperature"] for r in rows}):
         mine = [r for r in rows if r["temperature"] == T and r["impl"] == "specviz" and r["suite"] == "main"]
         if mine:
-            chart(charts.speedup_bars(mine, f"{upload.name[:120]}: T={T}, K={mine[0]['k']}"), f"file_{T}")
+            chart(charts.speedup_bars(mine, upload.name[:120], f"T={T}, K={mine[0]['k']}"), f"file_{T}")
     st.dataframe(charts.results_frame(rows), hide_index=True)
 
 

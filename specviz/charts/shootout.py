@@ -16,8 +16,10 @@ COLUMNS = {"drafter": "drafter", "verification": "verification", "temperature": 
            "same_as_baseline": "greedy = baseline"}  # fmt: skip
 
 
-def _layout(title: str, x: str, y: str, **kw) -> dict:
-    return {"title": {"text": plotly_text(title)}, "height": 320, "margin": {"l": 50, "r": 10, "t": 50, "b": 40},
+def _layout(title: str, x: str, y: str, sub: str | None = None, **kw) -> dict:
+    """``title`` and ``sub`` (a smaller second line) are escaped: a drafter's name or a file's reaches them."""
+    text = plotly_text(title) + ("" if sub is None else f"<br><sub>{plotly_text(sub)}</sub>")
+    return {"title": {"text": text}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
             "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}},
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
 
@@ -71,7 +73,7 @@ def rules_bars(rules: list[dict], k: int, rule: str = "block") -> go.Figure:
                                 "tokens per target forward", barmode="group"))  # fmt: skip
 
 
-def speedup_bars(rows: list[dict], title: str) -> go.Figure:
+def speedup_bars(rows: list[dict], title: str, sub: str | None = None) -> go.Figure:
     """Speedup (measured) next to tokens per forward pass (the ideal speedup) per drafter."""
     names = [name(r) for r in rows]
     data = [
@@ -79,7 +81,12 @@ def speedup_bars(rows: list[dict], title: str) -> go.Figure:
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#004C77"},
             **times_labels(r["speedup"] for r in rows)),
     ]  # fmt: skip
-    return figure(data, _layout(title, "drafter", "× baseline", barmode="group", shapes=[PARITY_LINE]))
+    return figure(data, _layout(title, "drafter", "× baseline", sub, barmode="group", shapes=[PARITY_LINE]))
+
+
+# A line per drafter (17 of them): the page draws these full width, and their legend below the axis title
+# may be as tall as it needs (plotly's default makes a long one a small scrolling box over the axis title).
+LINES = {"height": 420, "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "maxheight": 1}}
 
 
 def k_sweep(rows: list[dict]) -> go.Figure:
@@ -90,7 +97,8 @@ def k_sweep(rows: list[dict]) -> go.Figure:
         data.append({"type": "scatter", "mode": "lines+markers", "name": d, "x": [r["k"] for r in mine],
                      "y": [r["speedup"] for r in mine]})  # fmt: skip
     return figure(data, _layout("Speedup against K", "K (draft length)", "speedup × baseline",
-                                xaxis={"title": {"text": "K (draft length)"}, "type": "log", "dtick": 0.30103}))  # fmt: skip
+                                xaxis={"title": {"text": "K (draft length)"}, "type": "log", "dtick": 0.30103},
+                                **LINES))  # fmt: skip
 
 
 def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
@@ -100,7 +108,7 @@ def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
             for d, rows in by_position.items()]  # fmt: skip
     return figure(data, _layout("Acceptance rate by draft position", "draft position (depth)", "accepted / tried",
                                 yaxis={"title": {"text": "accepted / tried"}, "range": [0, 1.05]},
-                                xaxis={"title": {"text": "draft position (depth)"}, "dtick": 1}))  # fmt: skip
+                                xaxis={"title": {"text": "draft position (depth)"}, "dtick": 1}, **LINES))  # fmt: skip
 
 
 def expected_vs_measured(rows: list[dict]) -> go.Figure:
@@ -112,7 +120,8 @@ def expected_vs_measured(rows: list[dict]) -> go.Figure:
         bar(names, [expected_tokens_per_round(r["acceptance_rate"], r["k"]) for r in rows],
             "expected (1 − α^(K+1)) / (1 − α)", marker={"color": "#C7EBDF"}),
     ]  # fmt: skip
-    return figure(data, _layout("Tokens per round: measured and expected", "drafter", "tokens", barmode="group"))
+    return figure(data, _layout("Tokens per round", "drafter", "tokens", sub="measured, and expected from α",
+                                barmode="group"))  # fmt: skip
 
 
 def model_vs_measured(rows: list[dict]) -> go.Figure:

@@ -86,15 +86,15 @@ def show(entry: dict, vocab: str) -> None:
                f"alone: {_p(first) if first is not None else 'as above'}. The verdict's p-value is twice the smaller "
                f"of the first two (Bonferroni); exact sampling gives p-values spread evenly between 0 and 1, a biased "
                f"rule p-values near 0 once N is large enough. The level {ALPHA} is fixed in advance.")  # fmt: skip
-    m = st.columns(4)
-    m[0].metric("Chi-square, every position", f"{res.joint.statistic:.1f}", help=f"Pearson's, on {res.joint.dof} "
-                "degrees of freedom: the sum over positions of the test that the transformed values are uniform.")  # fmt: skip
-    m[1].metric("p-value", "–" if res.p_value is None else f"{res.p_value:.3g}", help="The chance of statistics "
-                "this large if the runs follow the target exactly (both tests, Bonferroni).")  # fmt: skip
-    m[2].metric("TV distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
-                "every outcome. Never 0 for finite N: compare with the yardstick beside it.")  # fmt: skip
-    m[3].metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
-                "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.")  # fmt: skip
+    row = st.container(horizontal=True, gap="medium")  # wraps: no label cut to "Chi-square, eve…" at 1024 px
+    row.metric("Chi-square, every position", f"{res.joint.statistic:.1f}", help=f"Pearson's, on {res.joint.dof} "
+                "degrees of freedom: the sum over positions of the test that the transformed values are uniform.", width="content")  # fmt: skip
+    row.metric("p-value", "–" if res.p_value is None else f"{res.p_value:.3g}", help="The chance of statistics "
+                "this large if the runs follow the target exactly (both tests, Bonferroni).", width="content")  # fmt: skip
+    row.metric("TV distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
+                "every outcome. Never 0 for finite N: compare with the yardstick beside it.", width="content")  # fmt: skip
+    row.metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
+                "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.", width="content")  # fmt: skip
     chart(charts.position_chart(res), "exact_positions")
     chart(charts.sequence_chart(res, vocab), "exact_sequences")
     chart(charts.first_char_chart(res, vocab), "exact_first")

@@ -83,8 +83,8 @@ def position_chart(res: ExactnessResult) -> go.Figure:
              "zmin": 0, "zmax": 2, "colorscale": "RdBu", "reversescale": True,
              "colorbar": {"title": {"text": "observed / expected"}},
              "hovertemplate": "position %{y}, u in %{x}: %{z:.2f} × expected<extra></extra>"}]  # fmt: skip
-    title = (f"Every position: u = F(x) + v·p(x) per output position (uniform if exact); draft positions "
-             f"1–{res.draft_depths} of K = {res.k}")  # fmt: skip
-    layout = {"title": {"text": title}, "height": 120 + 22 * len(names), "margin": {"l": 110, "r": 10, "t": 50, "b": 40},
+    title = (f"Every position: u = F(x) + v·p(x)<br><sub>uniform at each output position if exact; draft positions "
+             f"1–{res.draft_depths} of K = {res.k}</sub>")  # fmt: skip  # short lines: ~560 px wide at 1024 px
+    layout = {"title": {"text": title}, "height": 170 + 22 * len(names), "margin": {"l": 110, "r": 10, "t": 70, "b": 40},
               "xaxis": {"title": {"text": "u bin"}}, "yaxis": {"title": {"text": "position"}, "autorange": "reversed"}}  # fmt: skip
     return figure(data, layout)

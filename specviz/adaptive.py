@@ -13,7 +13,8 @@ and trials decay by ``DECAY`` per round, so the estimate follows the text, and a
 the first rounds sensible.
 
 Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
-measured from past rounds; c the drafter's cost per token), and verifying N = 1 + K * n + e tokens
+measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; c the
+drafter's cost per token), and verifying N = 1 + K * n + e tokens
 costs v(N), the measured cost of one round whose target pass covers N tokens, a little more when
 the pass needs a mask built (a tree, or extras) (e: the tokens a drafter adds to every drafting
 round's pass besides its draft, Drafter.verify_extra: lookahead's window). K = 0 is plain
@@ -57,7 +58,12 @@ Nor counting a round that chose K > 0 but got no draft (no match for the context
 that the prior stops asking a drafter with nothing to say (the trie at T = 0.8 spent 632 of ~5000 rounds
 so, at the prior's alpha): NASD at T = 0.8 fell 1.021x -> 1.004x and prompt lookup 1.020x -> 1.005x
 against the baseline run alongside (11 presets x 2), and the trie and lookahead gained nothing; asking
-a cheap drafter costs its call, and it drafts again the moment a match comes back.
+a cheap drafter costs its call, and it drafts again the moment a match comes back. Nor a cheaper trie
+shadow (its children unranked, ~2 us instead of ~30 us at shallow matches): the trie at T = 0.8 measured
+1.0100x against 1.0094x (11 presets x 2). Lookahead still loses 0.5-1% here, to exploring: without
+shadows it ties (0.999x at both temperatures), with them it drafts just after lucky ones, and those
+drafts lose; its acceptance does not fall with depth (fixed K = 4, T = 0: 0.44, 0.50, 0.72 by level),
+so an alpha per level would not change that (2026-11-24).
 
 The choice depends only on past rounds and on constants, never on the clock: a run is the same for
 the same seed, and exactness holds because K is fixed before the round's draft is made.

@@ -111,11 +111,15 @@ def section(rows: list[dict], when: str) -> str:
     b0, b8 = best(0.0), best(0.8)
     distilled = next(r["memory_mb"] for r in main if r["drafter"] == "distilled")
     met = lambda ok: "met" if ok else "not met"  # noqa: E731
+    costs = next((r["costs"] for r in auto if r.get("costs")), "not recorded")
     return f"""{HEADING}
 
 How much faster is speculative decoding here, really? Measured with one command on this project's
-machine (2 shared CPU cores, torch 2.13.0+cpu, {main[0]["threads"]} thread, 5-minute load average
-{main[0]["load_average"]} at the end of the run), in {when}:
+machine ({main[0].get("cpu") or "CPU not recorded"}, 2 shared cores, torch 2.13.0+cpu, {main[0]["threads"]} thread,
+5-minute load average {main[0]["load_average"]} at the end of the run), in {when}. Adaptive K priced
+verify passes with the curve the bench measured first ({costs}).
+The figures are this CPU's: how much a pass over several tokens costs, against one over a single
+token, is the matmul kernels', and it decides how much drafting can win.
 
 ```
 .venv/bin/python -m specviz bench --threads 1 --out docs/bench.jsonl

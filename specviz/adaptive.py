@@ -15,8 +15,8 @@ the first rounds sensible.
 Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
 measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; c the
 drafter's cost per token), and verifying N = 1 + K * n + e tokens
-costs v(N), the measured cost of one round whose target pass covers N tokens, a little more when
-the pass needs a mask built (a tree, or extras) (e: the tokens a drafter adds to every drafting
+costs v(N), the measured cost of one round whose target pass covers N tokens on this machine, a little
+more when the pass needs a mask built (a tree, or extras) (specviz/costs.py) (e: the tokens a drafter adds to every drafting
 round's pass besides its draft, Drafter.verify_extra: lookahead's window). K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
@@ -65,13 +65,16 @@ shadows it ties (0.999x at both temperatures), with them it drafts just after lu
 drafts lose; its acceptance does not fall with depth (fixed K = 4, T = 0: 0.44, 0.50, 0.72 by level),
 so an alpha per level would not change that (2026-11-24).
 
-The choice depends only on past rounds and on constants, never on the clock: a run is the same for
-the same seed, and exactness holds because K is fixed before the round's draft is made.
+The choice depends only on past rounds, on constants and on the cost curve the run was given (measured
+once, before it), never on the clock: a run is the same for the same seed and curve, and exactness
+holds because K is fixed before the round's draft is made.
 """
 
 import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
+
+from specviz.costs import REFERENCE, CostCurve
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -95,33 +98,6 @@ SHADOW_SCORE = 0.03
 # the rest within noise.
 MIN_GAIN = 1.05
 
-# The verify phase of a round whose target pass covers N tokens, over one with N = 1 (sync,
-# forward, softmax), for this project's target on this 2-core CPU with 1 thread, measured over the
-# distilled chain's rounds at K = 1..16 (6 presets, T = 0, 1 thread, 2026-11-24, chain masks as views):
-# 1.11 at N = 2, 1.19 at 4, 1.22 at 5, 1.30 at 7, 1.34 at 8, then a step: 1.51 at 9, 1.58 at 12, 1.72
-# at 16, 1.80 at 17 (the bench's "verify v" column measures it too). Going from 1 row to 2 costs most:
-# the matmuls leave the matrix-vector kernel. Past 8 rows they take a second block of rows (a warm
-# addmm of (N, 256) by (256, 768): 17 us at 8 rows, 24 us at 9; storing the weights the other way
-# round measured worse, 1.60 at 9, 2.04 at 16). So two lines: N = 2..8 and N >= 9, the second bending
-# up as attention over the new rows grows (one pass in a loop, 1 thread: 2.36 at 33, 3.43 at 64, 6.22 at
-# 128, 12.3 at 236; a wide lookahead window reaches such N). A tree's pass also builds its mask: +0.03
-# to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24 nodes). Fixed constants, so that a trace
-# does not depend on the machine's timing.
-VERIFY_SMALL = (1.11, 0.0375)  # (v(2), per row) for N = 2..8
-VERIFY_LARGE = (1.51, 0.035, 6e-5)  # (v(9), per row, per row squared) for N >= 9
-TREE_MASK = 0.04
-
-
-def verify_cost(n_tokens: int, tree: bool = False) -> float:
-    mask = TREE_MASK if tree else 0.0
-    if n_tokens <= 1:
-        return 1.0
-    if n_tokens <= 8:
-        base, slope = VERIFY_SMALL
-        return base + slope * (n_tokens - 2) + mask
-    base, slope, bend = VERIFY_LARGE
-    return base + slope * (n_tokens - 9) + bend * (n_tokens - 9) ** 2 + mask
-
 
 def expected_tokens(alpha: float, k: int) -> float:
     return float(k + 1) if alpha >= 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
@@ -137,33 +113,44 @@ class Choice:
     draft_cost: float  # c, per drafted token, in target forwards
     k_max: int  # the largest K it could choose this round
     extra: int = 0  # e, tokens every drafting round adds to the verify pass (Drafter.verify_extra)
+    costs: tuple[float, ...] = ()  # round_cost for K = 0 .. k_max, on the run's cost curve
 
     def candidates(self) -> list[dict]:
-        """Per K weighed: expected tokens, cost and their ratio (recomputed for display)."""
-        return [{"k": k, "expected_tokens": expected_tokens(self.alpha, k),
-                 "cost": round_cost(k, self.per_level, self.draft_cost, self.extra), "tokens_per_cost": r}
-                for k, r in enumerate(rates(self.alpha, self.per_level, self.draft_cost, self.k_max, self.extra))]  # fmt: skip
+        """Per K weighed: expected tokens, cost and their ratio (for display)."""
+        return [{"k": k, "expected_tokens": expected_tokens(self.alpha, k), "cost": cost,
+                 "tokens_per_cost": expected_tokens(self.alpha, k) / cost} for k, cost in enumerate(self.costs)]  # fmt: skip
 
 
-def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0) -> float:
+def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0, curve: CostCurve = REFERENCE) -> float:
     # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
     # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
     # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
     n = round(k * per_level)  # drafted tokens: more than k for a tree (a window's pass has a mask too)
-    return 1.0 if k == 0 else k * per_level * draft_cost + verify_cost(1 + n + extra, tree=n > k or extra > 0)
+    return 1.0 if k == 0 else k * per_level * draft_cost + curve.v(1 + n + extra, tree=n > k or extra > 0)
 
 
 @lru_cache(maxsize=256)
-def round_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> tuple[float, ...]:
+def round_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0,
+                curve: CostCurve = REFERENCE) -> tuple[float, ...]:  # fmt: skip
     """round_cost for K = 0 .. k_max. Cached: a chain's are the same every round, and working them out
     again cost adaptive K ~10 us of each round it re-chose in (after each draft or shadow)."""
-    return tuple(round_cost(k, per_level, draft_cost, extra) for k in range(k_max + 1))
+    return tuple(round_cost(k, per_level, draft_cost, extra, curve) for k in range(k_max + 1))
 
 
-def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> list[float]:
+@lru_cache(maxsize=256)
+def least_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0,
+                curve: CostCurve = REFERENCE) -> tuple[float, ...]:  # fmt: skip
+    """The least round_cost from each K to k_max: what bounds every deeper K's rate (best_k)."""
+    costs = round_costs(per_level, draft_cost, k_max, extra, curve)
+    return tuple(min(costs[k:]) for k in range(k_max + 1))
+
+
+def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
+          curve: CostCurve = REFERENCE) -> list[float]:  # fmt: skip
     """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). Every K is
-    weighed: v's step at 9 rows can make E(K)/cost(K) fall and rise again."""
-    costs = round_costs(per_level, draft_cost, k_max, extra)
+    weighed: v need not rise smoothly (the reference machine's steps up at 9 rows; another's dips at
+    4), so E(K)/cost(K) can fall and rise again."""
+    costs = round_costs(per_level, draft_cost, k_max, extra, curve)
     out, e, power = [1.0], 1.0, 1.0
     for k in range(1, k_max + 1):
         power *= alpha
@@ -172,15 +159,17 @@ def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: 
     return out
 
 
-def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0) -> int:
+def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
+           curve: CostCurve = REFERENCE) -> int:  # fmt: skip
     """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of MIN_GAIN. It runs every
     round that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays
-    below 1 / (1 - alpha) and costs only grow with K."""
-    costs = round_costs(per_level, draft_cost, k_max, extra)
+    below 1 / (1 - alpha), and no K from here on costs less than least_costs says."""
+    costs = round_costs(per_level, draft_cost, k_max, extra, curve)
+    least = least_costs(per_level, draft_cost, k_max, extra, curve)
     bound = math.inf if alpha >= 1.0 else 1.0 / (1.0 - alpha)
     best, best_rate, e, power = 0, 1.0, 1.0, 1.0
     for k in range(1, k_max + 1):
-        if bound / costs[k] <= best_rate:
+        if bound / least[k] <= best_rate:
             break
         power *= alpha
         e += power
@@ -191,12 +180,13 @@ def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra:
 
 class AdaptiveK:
     def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0, extra: int = 0,
-                 nodes_per_level: float = 1.0):  # fmt: skip
+                 nodes_per_level: float = 1.0, curve: CostCurve = REFERENCE):  # fmt: skip
         """``draft_cost``: per drafted token; ``call_cost``: per draft call, whatever its size (both in
         target forward passes); ``extra``: tokens a drafting round adds to the verify pass;
         ``nodes_per_level``: drafted tokens per level assumed until a draft is seen. The drafter's own
-        figures: Drafter.draft_cost, call_cost, verify_extra, nodes_per_level (and max_depth caps k_max)."""
-        self.k_max = k_max
+        figures: Drafter.draft_cost, call_cost, verify_extra, nodes_per_level (and max_depth caps k_max).
+        ``curve``: what a verify pass costs on this machine (specviz/costs.py)."""
+        self.k_max, self.curve = k_max, curve
         self.c, self.extra, self.nodes_per_level = draft_cost, extra, nodes_per_level
         shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
@@ -224,7 +214,8 @@ class AdaptiveK:
             if last_limit == limit:
                 return last
             if last.k == 0 and limit < last_limit:
-                choice = replace(last, k_max=min(self.k_max, limit))
+                k_max = min(self.k_max, limit)
+                choice = replace(last, k_max=k_max, costs=last.costs[: k_max + 1])
                 self._last = (limit, choice)
                 return choice
         choice = self._best(min(self.k_max, limit))
@@ -234,10 +225,11 @@ class AdaptiveK:
     def _best(self, k_max: int) -> Choice:
         """The choice from what was learnt so far, among K = 0 .. k_max; K = 0 for a drafter too costly
         to shadow that has learnt nothing (it never will: see the module docstring)."""
-        alpha, n = self.alpha, self.per_level
-        if self.c > SHADOW_COST and not self.trials:
-            return Choice(0, alpha, n, self.c, k_max, self.extra)
-        return Choice(best_k(alpha, n, self.c, k_max, self.extra), alpha, n, self.c, k_max, self.extra)
+        alpha, n, c, e = self.alpha, self.per_level, self.c, self.extra
+        costs = round_costs(n, c, k_max, e, self.curve)
+        if c > SHADOW_COST and not self.trials:
+            return Choice(0, alpha, n, c, k_max, e, costs)
+        return Choice(best_k(alpha, n, c, k_max, e, self.curve), alpha, n, c, k_max, e, costs)
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,
@@ -254,7 +246,7 @@ class AdaptiveK:
         round that drafts (or a shadow) changes what was learnt, and a smaller limit only drops
         candidates (the rates up to it are a prefix of the same list), so K = 0 wins every later
         round too: the engine may stop keeping the drafter ready (its features, its updates)."""
-        if max(rates(1.0, 1.0, self.c, self.k_max, self.extra)) < MIN_GAIN:
+        if max(rates(1.0, 1.0, self.c, self.k_max, self.extra, self.curve)) < MIN_GAIN:
             return True
         return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 

@@ -60,6 +60,7 @@ import torch
 
 from models.checkpoint import Checkpoint
 from specviz.adaptive import AUTO_K_MAX
+from specviz.costs import REFERENCE, CostCurve, cpu_name
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.memory import drafter_megabytes
@@ -115,6 +116,9 @@ class BenchRow:
     # (module docstring; the baseline's row: its A/A pairs), and that test's two-sided p-value.
     verdict: str | None = None
     verdict_p: float | None = None
+    cpu: str | None = None  # the machine's CPU (specviz.costs.cpu_name): figures differ from one CPU to another
+    # Adaptive-K rows: the cost curve adaptive K priced drafts with (CostCurve.summary); None on the others.
+    costs: str | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -125,7 +129,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
-            "verdict": None, "verdict_p": None, "accept_cost": None}  # fmt: skip
+            "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:
@@ -206,12 +210,12 @@ def _quiet_heap() -> None:
     gc.freeze()
 
 
-def _specviz_run(target, tiny, prompt, config, temperature, n, seed) -> _Run:
+def _specviz_run(target, tiny, prompt, config, temperature, n, seed, costs=REFERENCE) -> _Run:
     drafter, k, auto, verification = config
     settings = bench_settings(drafter, temperature, k, n, seed, auto, verification)
     _quiet_heap()
     t0 = time.perf_counter()
-    trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None).run()
+    trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None, costs=costs).run()
     seconds = time.perf_counter() - t0
     s = trace.summary()
     return _Run(trace.tokens, seconds, s["target_forwards"], s["drafted"], s["tried"], s["accepted"],
@@ -275,11 +279,11 @@ def _total(reps, attr) -> float:
     return statistics.median(sum(getattr(r, attr) for r in rep) for rep in reps)
 
 
-def _rows(runs, impl, suite, baseline, version, memory=None, **common) -> list[dict]:
+def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **common) -> list[dict]:
     """One row per (config, temperature) of ``impl``. runs[(impl, (drafter, k, auto), T)] is a list
     over repeats of lists over prompts of _Run; ``baseline`` is the (impl, config) speedups divide;
-    ``memory``: drafter -> MB it holds."""
-    rows, load = [], round(os.getloadavg()[1], 2)
+    ``memory``: drafter -> MB it holds; ``costs``: the curve the adaptive-K runs priced drafts with."""
+    rows, load, cpu = [], round(os.getloadavg()[1], 2), cpu_name()
     for (i, (drafter, k, auto, verification), T), reps in runs.items():
         if i != impl:
             continue
@@ -314,6 +318,7 @@ def _rows(runs, impl, suite, baseline, version, memory=None, **common) -> list[d
             tau_same_traversal=tau_same["traversal"],
             threads=torch.get_num_threads(), load_average=load, version=version,
             memory_mb=(memory or {}).get(drafter) if impl == "specviz" else None,
+            cpu=cpu, costs=costs.summary() if auto else None,
         )  # fmt: skip
         rows.append(asdict(row))
     return rows
@@ -322,7 +327,8 @@ def _rows(runs, impl, suite, baseline, version, memory=None, **common) -> list[d
 def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset] | None = None,
               drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
               repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
-              auto: bool = False, block: bool = False, traversal: bool = False) -> list[dict]:  # fmt: skip
+              auto: bool = False, block: bool = False, traversal: bool = False,
+              costs: CostCurve = REFERENCE) -> list[dict]:  # fmt: skip
     """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
     ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
     AUTO_K_MAX), with ``block=True`` one more per chain drafter verified with block verification at
@@ -331,6 +337,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     package), the vs-transformers suite.
 
     ``tiny`` is the neural drafters' checkpoint (None: leave NEURAL_DRAFTERS out of ``drafters``).
+    ``costs``: the cost curve adaptive K prices drafts with (this machine's: specviz.costs.measure).
     ``progress(done, total)`` is called after every generation."""
     prompts = list(PRESETS if prompts is None else prompts)
     drafters = list(dict.fromkeys([BASELINE, *drafters]))  # the baseline always runs, first
@@ -377,7 +384,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
                     # that to the drafters (never-drafting ones came out "slower" by the sign test).
                     block = [(c, per_config[c]) for c in per_config] + [(base, second)]
                     for c, out in order.sample(block, len(block)):
-                        out.append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j))
+                        out.append(_specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j, costs))
                         tick()
                 for c in per_config:
                     main.setdefault(("specviz", c, T), []).append(per_config[c])
@@ -401,7 +408,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     common = {"prompts": len(prompts), "repeats": repeats}
     # What each drafter holds, after one round on the first prompt (outside the timed runs).
     memory = {d: drafter_megabytes(_one_round(target, tiny, ids[0], d)) for d in drafters}
-    rows = _rows(main, "specviz", "main", ("specviz", base), ours, memory, new_tokens=max_new_tokens, **common)
+    rows = _rows(main, "specviz", "main", ("specviz", base), ours, memory, costs, new_tokens=max_new_tokens, **common)
     for row in rows:
         T = row["temperature"]
         first = main[("specviz", base, T)]

@@ -30,6 +30,7 @@ from models.medusa import MedusaError
 from models.tokenizer import UnknownCharactersError
 from specviz import distill, train_eagle, train_medusa
 from specviz.adaptive import AUTO_K_MAX
+from specviz.costs import REFERENCE, CostCurve, measure
 from specviz.drafters import DRAFTERS, EAGLE_DRAFTERS, NEURAL_DRAFTERS, eagle_head_name
 from specviz.drafters.eagle import shared_head
 from specviz.engine import Generation, Settings
@@ -192,9 +193,26 @@ def prepare(args, max_new_tokens: int):
     return target, prompt, settings, draft_model
 
 
+COSTS_HELP = ("what adaptive K takes a verify pass to cost: measured on this machine first (~3 s), or the "
+              "reference machine's figures (specviz/costs.py)")  # fmt: skip
+
+
+def cost_curve(choice: str, target, needed: bool) -> CostCurve:
+    """The verify-cost curve for ``--costs``: measured here (with a bar) only when a run will use it."""
+    if not needed or choice == "reference":
+        return REFERENCE
+    with tqdm(desc="measuring verify costs", unit="repeat", disable=None, leave=False, file=sys.stderr) as bar:
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return measure(target.model, progress=progress)
+
+
 def cmd_generate(args) -> None:
     target, prompt, settings, draft_model = prepare(args, args.max_new_tokens)
-    gen = Generation(target, prompt, settings, draft_model)
+    gen = Generation(target, prompt, settings, draft_model, costs=cost_curve(args.costs, target, settings.k_auto))
     with tqdm(total=settings.max_new_tokens, desc="generating", unit="tok", disable=None, leave=False) as bar:
         trace = gen.run(lambda n: bar.update(n - bar.n))
     summary = trace.summary()
@@ -207,7 +225,9 @@ def cmd_generate(args) -> None:
         )
         return
     print(args.prompt + trace.text)
-    depth = settings.k if gen.adaptive is None else f"auto (at most {gen.adaptive.k_max})"  # the drafter may cap it
+    depth = settings.k  # the drafter may cap adaptive K's
+    if gen.adaptive is not None:
+        depth = f"auto (at most {gen.adaptive.k_max}; verify costs: {gen.adaptive.curve.source})"
     print(
         f"-- {summary['tokens']} tokens in {summary['target_forwards']} target forward passes "
         f"({summary['mean_accepted']:.2f} per pass), acceptance rate {summary['acceptance_rate']:.1%}, "
@@ -221,8 +241,9 @@ def cmd_replay(args) -> None:
 
     out = checked(writable_file, args.out)  # before any work
     target, prompt, settings, draft_model = prepare(args, args.max_new_tokens)
+    costs = cost_curve(args.costs, target, settings.k_auto)
     with tqdm(total=settings.max_new_tokens, desc="generating", unit="tok", disable=None, leave=False) as bar:
-        trace = Generation(target, prompt, settings, draft_model).run(lambda n: bar.update(n - bar.n))
+        trace = Generation(target, prompt, settings, draft_model, costs=costs).run(lambda n: bar.update(n - bar.n))
     with tqdm(desc="charts", unit="round", disable=None, leave=False) as bar:
 
         def progress(done, total):
@@ -303,6 +324,7 @@ def cmd_bench(args) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    costs = cost_curve(args.costs, target, not args.no_auto)  # with the threads the bench runs on
     with tqdm(desc="benchmark", unit="run", disable=None, file=sys.stderr) as bar:
 
         def progress(done, total):
@@ -311,7 +333,7 @@ def cmd_bench(args) -> None:
 
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
-                               block=not args.no_block, traversal=not args.no_traversal)  # fmt: skip
+                               block=not args.no_block, traversal=not args.no_traversal, costs=costs)  # fmt: skip
     text = bench.rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
@@ -426,10 +448,12 @@ def build_parser() -> OneLineParser:
     info.set_defaults(func=cmd_info)
     gen = sub.add_parser("generate", help="run speculative decoding and print the text (or the trace)")
     add_run_args(gen)
+    gen.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     gen.set_defaults(func=cmd_generate)
     rep = sub.add_parser("replay", help="write a recorded run as one self-contained HTML file (no server, no network)")
     add_run_args(rep, json_flag=False)
     rep.add_argument("--out", required=True, help="the HTML file to write, e.g. run.html")
+    rep.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     rep.set_defaults(func=cmd_replay)
     ex = sub.add_parser("exactness", help="test N runs of K+1 tokens against the target's exact distribution, "
                         "at every position")  # fmt: skip
@@ -456,6 +480,7 @@ def build_parser() -> OneLineParser:
     b.add_argument("--no-traversal", action="store_true",
                    help="skip the traversal-verification rows (tree drafters, T > 0)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
+    b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     b.set_defaults(func=cmd_bench)
     chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")
     chart.add_argument("rows", help="a file written by bench --out or bench --json")

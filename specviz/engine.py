@@ -20,6 +20,7 @@ from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
 from specviz.cached_model import CachedModel, room, window_start
+from specviz.costs import REFERENCE, CostCurve
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
 from specviz.markup import cut
@@ -165,8 +166,10 @@ class Generation:
     """One speculative generation from a prompt. step() is not thread-safe: sessions that share a
     generation call it holding ``lock`` (see Session)."""
 
-    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None, drafter=None):
-        """``drafter``: reuse a drafter made for these settings (only one that is not stateful)."""
+    def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None, drafter=None,
+                 costs: CostCurve = REFERENCE):  # fmt: skip
+        """``drafter``: reuse a drafter made for these settings (only one that is not stateful).
+        ``costs``: what a verify pass costs on this machine, for adaptive K (specviz/costs.py)."""
         settings.check()
         if not prompt:
             raise ValueError("the prompt is empty")
@@ -181,7 +184,7 @@ class Generation:
         self.adaptive = None
         if settings.k_auto:  # no deeper than the drafter can draft: E(K) would count levels it never sends
             k_max = min(settings.k, d.max_depth or settings.k)
-            self.adaptive = AdaptiveK(k_max, d.draft_cost, d.call_cost, d.verify_extra, d.nodes_per_level)
+            self.adaptive = AdaptiveK(k_max, d.draft_cost, d.call_cost, d.verify_extra, d.nodes_per_level, costs)
         # A drafter adaptive K will never consult costs nothing beyond plain decoding: no features
         # captured for a draft head (EAGLE, Medusa), no updates. Decided before the first forward.
         self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()

@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass, replace
 
 from specviz.charts.distributions import label
+from specviz.costs import REFERENCE, CostCurve
 from specviz.engine import Generation, Settings
 from specviz.record import PositionRecord, RoundRecord
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
@@ -166,12 +167,13 @@ def steps(rounds: list[RoundRecord], vocab: str, settings: Settings) -> list[Ste
 
 
 def measure_speedup(target, draft_model, prompt: list[int], settings: Settings, rounds: int,
-                    repeats: int = 3) -> dict:  # fmt: skip
+                    repeats: int = 3, costs: CostCurve = REFERENCE) -> dict:  # fmt: skip
     """Time the lesson's run (its first ``rounds`` rounds) against plain decoding of the same
-    number of characters, back to back, ``repeats`` times: medians, in seconds."""
+    number of characters, back to back, ``repeats`` times: medians, in seconds. ``costs``: the
+    run's cost curve (adaptive K)."""
     spec, plain = [], []
     for _ in range(repeats):
-        gen = Generation(target, prompt, settings, draft_model)
+        gen = Generation(target, prompt, settings, draft_model, costs=costs)
         t0 = time.perf_counter()
         for _ in range(rounds):
             gen.step()

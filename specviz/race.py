@@ -11,6 +11,7 @@ the speedup are the measured ones, not the slowed ones.
 import statistics
 from dataclasses import dataclass
 
+from specviz.costs import REFERENCE, CostCurve
 from specviz.engine import Generation, Settings
 from specviz.markup import script_json
 from specviz.record import Trace
@@ -46,15 +47,17 @@ def _seconds(trace: Trace) -> float:
     return sum(r.draft_s + r.verify_s + r.accept_s for r in trace.rounds)
 
 
-def race(target, prompt: list[int], settings: Settings, draft_model=None, repeats: int = 3) -> tuple[Lane, Lane]:
+def race(target, prompt: list[int], settings: Settings, draft_model=None, repeats: int = 3,
+         costs: CostCurve = REFERENCE) -> tuple[Lane, Lane]:  # fmt: skip
     """(plain, speculative): ``repeats`` runs of each, interleaved on this machine now; each lane is
-    its run of median time. Both use the settings' seed, temperature and length."""
+    its run of median time. Both use the settings' seed, temperature and length; ``costs`` is the
+    speculative run's cost curve (adaptive K: this machine's, specviz.costs.measure)."""
     plain_settings = Settings(drafter="none", temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
                               seed=settings.seed)  # fmt: skip
     runs = {"plain": [], "spec": []}
     for _ in range(repeats):
         runs["plain"].append(Generation(target, prompt, plain_settings).run())
-        runs["spec"].append(Generation(target, prompt, settings, draft_model).run())
+        runs["spec"].append(Generation(target, prompt, settings, draft_model, costs=costs).run())
     picked = {}
     for name, traces in runs.items():
         middle = statistics.median_low([_seconds(t) for t in traces])

@@ -17,8 +17,8 @@ from specviz.adaptive import (
     expected_tokens,
     rates,
     round_cost,
-    verify_cost,
 )
+from specviz.costs import REFERENCE, CostCurve, interpolate
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import IDLE_FOR_GOOD, Generation, Settings
@@ -32,7 +32,7 @@ def test_expected_tokens_is_the_geometric_sum():
     assert expected_tokens(0.5, 0) == 1.0
     assert expected_tokens(0.5, 3) == pytest.approx(1 + 0.5 + 0.25 + 0.125)
     assert expected_tokens(1.0, 4) == 5.0
-    assert verify_cost(1) == 1.0 and verify_cost(5) > verify_cost(2) > 1.0
+    assert REFERENCE.v(1) == 1.0 and REFERENCE.v(5) > REFERENCE.v(2) > 1.0
 
 
 def learnt(alpha: float, k_max: int = 12, c: float = 0.02) -> AdaptiveK:
@@ -67,7 +67,8 @@ def test_confident_drafts_go_deep_and_weak_ones_not_at_all():
 def test_every_k_is_weighed_past_the_step_in_v():
     """v(N) steps up at 9 rows, so tokens per cost can dip at K = 8 and rise again: the choice is the
     best K overall, not the first peak."""
-    assert verify_cost(9) - verify_cost(8) > 0.1 > verify_cost(8) - verify_cost(7)
+    v = REFERENCE.v
+    assert v(9) - v(8) > 0.1 > v(8) - v(7)
     a = AdaptiveK(12, 0.02)
     a.successes, a.trials = 0.9 * 1000 - 1, 1000 - 2  # alpha = 0.9 with the Beta(1, 1) prior
     r = rates(a.alpha, 1.0, 0.02, 12)
@@ -81,7 +82,7 @@ def test_tokens_a_round_adds_to_the_pass_are_priced_in_v():
 
     e = LookaheadDrafter([1, 2, 3], 256, window=5, ngram=4).verify_extra
     assert e == 3 * 5 - 1  # the window's cells but the root
-    assert round_cost(1, 1.0, 0.02, e) == pytest.approx(0.02 + verify_cost(2 + e, tree=True))  # a mask is built
+    assert round_cost(1, 1.0, 0.02, e) == pytest.approx(0.02 + REFERENCE.v(2 + e, tree=True))  # a mask is built
     assert round_cost(0, 1.0, 0.02, e) == 1.0  # an idle round sends no window
     plain, windowed = learnt(0.5), learnt(0.5)
     windowed.extra = e
@@ -106,12 +107,40 @@ def test_a_drafter_of_known_width_is_priced_at_it_until_it_has_drafted():
     assert wide.per_level == 2.0  # 6 tokens over 3 levels
 
 
-@given(st.floats(0, 1), st.floats(1, 6), st.floats(0, 0.6), st.integers(0, 16), st.sampled_from([0, 3, 14]))
-def test_best_k_is_the_best_rate_or_plain_decoding(alpha, per_level, c, k_max, extra):
-    """best_k stops early (no deeper K can beat the best so far); it must still be rates()'s argmax."""
-    r = rates(alpha, per_level, c, k_max, extra)
+# Measured curves need not rise smoothly (an AMD EPYC's dips at N = 4 and 8): any v >= 1 at a few N.
+curves = st.dictionaries(st.integers(2, 120), st.floats(1, 8), min_size=1, max_size=12).map(
+    lambda points: CostCurve(interpolate({1: 1.0} | points), "generated")
+)
+
+
+@given(st.floats(0, 1), st.floats(1, 6), st.floats(0, 0.6), st.integers(0, 16), st.sampled_from([0, 3, 14]),
+       st.one_of(st.just(REFERENCE), curves))  # fmt: skip
+def test_best_k_is_the_best_rate_or_plain_decoding(alpha, per_level, c, k_max, extra, curve):
+    """best_k stops early (no deeper K can beat the best so far); it must still be rates()'s argmax,
+    on any cost curve, the ones whose cost dips at a deeper K too."""
+    r = rates(alpha, per_level, c, k_max, extra, curve)
     best = max(range(len(r)), key=r.__getitem__)  # ties: the smaller K
-    assert best_k(alpha, per_level, c, k_max, extra) == (best if r[best] >= MIN_GAIN else 0)
+    assert best_k(alpha, per_level, c, k_max, extra, curve) == (best if r[best] >= MIN_GAIN else 0)
+
+
+def test_a_dip_in_the_curve_past_a_worse_k_is_still_found():
+    """The early stop must bound deeper K by the least cost ahead, not the cost at hand: here K = 2
+    costs more than K = 3 and would stop a search that assumed costs only grow."""
+    dip = CostCurve(interpolate({1: 1.0, 2: 1.4, 3: 3.0, 4: 1.5, 5: 4.0, 256: 9.0}), "dip")
+    assert best_k(0.7, 1.0, 0.0, 4, curve=dip) == 3
+    assert best_k(0.7, 1.0, 0.0, 4) == 4  # the reference curve rises smoothly: the deepest pays
+
+
+def test_the_cost_curve_decides_whether_drafting_pays():
+    """The same acceptance drafts on a machine whose passes of a few rows are cheap (the reference) and
+    not on one where they are dear, and the round's record holds the costs it was weighed with."""
+    dear = CostCurve(interpolate({1: 1.0, 2: 1.6, 9: 2.4, 128: 9.0}), "dear")
+    cheap, costly = learnt(0.45), learnt(0.45)
+    costly.curve = dear
+    assert cheap.choose(12).k > 0 and costly.choose(12).k == 0
+    choice = costly.choose(12)
+    assert choice.costs[1] == pytest.approx(0.02 + 1.6) and len(choice.costs) == 13
+    assert [c["cost"] for c in choice.candidates()] == list(choice.costs)
 
 
 def test_an_expensive_drafter_needs_more_acceptance():

@@ -104,6 +104,8 @@ def test_rows_round_trip_through_json_lines(bench):
             if k not in ("verification", "tau_same_lossless", "tau_same_block", "tau_same_traversal")}
            for r in rows]  # fmt: skip
     assert rows_from_jsonl(rows_to_jsonl(old)) == rows and "lossless" in format_table(old)
+    older = [{k: v for k, v in r.items() if k not in ("cpu", "costs")} for r in rows]  # from before cpu and costs
+    assert all(r["cpu"] is None and r["costs"] is None for r in rows_from_jsonl(rows_to_jsonl(older)))
     with pytest.raises(ValueError, match="line 2 is not JSON"):
         rows_from_jsonl(text.splitlines()[0] + "\n{oops\n")
     with pytest.raises(ValueError, match="line 1 is not a benchmark row: missing .*speedup"):
@@ -167,6 +169,10 @@ def test_cli_bench_quick_json_smoke():
         (d, T) for d in DRAFTERS[1:] for T in (0.0, 0.8)
     )
     assert all(r["k"] == AUTO_K_MAX and r["threads"] == 1 and r["load_average"] >= 0 for r in auto)
+    # the adaptive-K rows say which cost curve priced their drafts: this machine's, measured first
+    assert all(r["costs"].startswith("measured on ") and "v(2)" in r["costs"] for r in auto)
+    assert all(r["costs"] is None for r in fixed + block + traversal)
+    assert all(isinstance(r["cpu"], str) and r["cpu"] for r in rows)  # figures differ from one CPU to another
     assert all(r["prompts"] == 3 and r["new_tokens"] == 32 for r in main_rows)
     assert {r["impl"] for r in rows} == {"specviz", "transformers"}  # transformers is a dev dependency
     assert "Traceback" not in proc.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from specviz.cli import main
+from specviz.costs import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +48,10 @@ def test_generate_text_and_summary(capsys):
     # adaptive K: the summary says so, and the depth the drafter allows (lookahead: N - 1 = 3 by default)
     code, _, err = run(capsys, "generate", "--drafter", "lookahead", "--k", "auto", "--max-new-tokens", "8",
                        "--model", "tiny")  # fmt: skip
-    assert code == 0 and "K=auto (at most 3)," in err
+    assert code == 0 and f"K=auto (at most 3; verify costs: measured on {cpu_name()}, 1 thread)," in err
+    code, _, err = run(capsys, "generate", "--drafter", "lookahead", "--k", "auto", "--max-new-tokens", "8",
+                       "--model", "tiny", "--costs", "reference")  # fmt: skip
+    assert code == 0 and "K=auto (at most 3; verify costs: reference machine)," in err
 
 
 def test_generate_neural_tree_with_replacement(capsys):

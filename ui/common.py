@@ -8,6 +8,8 @@ from streamlit import config
 from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
+from specviz.costs import REFERENCE, CostCurve, measure
+from specviz.engine import Settings
 from specviz.markup import md
 
 FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
@@ -33,6 +35,19 @@ def page_setup() -> None:
 def load_models():
     """(target, tiny) checkpoints. Shared by every session: read-only."""
     return load_checkpoint("target"), load_checkpoint("tiny")
+
+
+@st.cache_resource(show_spinner="Measuring what a verify pass costs on this machine (once, ~3 s)...")
+def machine_costs() -> CostCurve:
+    """This machine's verify-cost curve (specviz/costs.py), measured once per server process."""
+    target, _ = load_models()
+    return measure(target.model)
+
+
+def costs_for(settings: Settings) -> CostCurve:
+    """The cost curve a run with these settings prices drafts with: this machine's under adaptive K
+    (measured on first use), else the reference (nothing reads it)."""
+    return machine_costs() if settings.k_auto else REFERENCE
 
 
 def models_or_stop():

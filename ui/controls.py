@@ -16,7 +16,7 @@ from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
 from specviz.verifiers import SAMPLINGS, VARIANTS, VERIFIERS
-from ui.common import models_or_stop
+from ui.common import costs_for, models_or_stop
 
 FREE_TEXT = "Free text"
 
@@ -203,7 +203,7 @@ def shared_generation(settings: Settings, ids: tuple[int, ...]) -> Generation:
     settings (drafter, knobs, seed, ...) and the prompt are the key, and the models are the app's
     one cached pair."""
     target, tiny = models_or_stop()
-    return Generation(target, list(ids), settings, tiny.model)
+    return Generation(target, list(ids), settings, tiny.model, costs=costs_for(settings))
 
 
 def active_session() -> Session | None:

@@ -9,7 +9,7 @@ from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.markup import md
 from specviz.race import race, race_html
-from ui.common import models_or_stop, page_setup
+from ui.common import costs_for, models_or_stop, page_setup
 
 RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 
@@ -17,7 +17,7 @@ RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 @st.cache_data(show_spinner=False, max_entries=64)
 def measured_race(settings: Settings, nonce: int, _target, _tiny):
     """Shared by every session (a class opening Home measures once); "Measure again" bumps the nonce."""
-    return race(_target, _target.tokenizer.encode(RACE_PROMPT), settings, _tiny.model)
+    return race(_target, _target.tokenizer.encode(RACE_PROMPT), settings, _tiny.model, costs=costs_for(settings))
 
 
 def race_section(target, tiny) -> None:

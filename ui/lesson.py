@@ -11,7 +11,7 @@ from specviz.markup import md
 from specviz.presets import preset
 from specviz.stats import acceptance_by_position
 from specviz.text_view import text_html
-from ui.common import models_or_stop, page_setup, question
+from ui.common import costs_for, models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart
 
@@ -23,10 +23,12 @@ def lesson_trace(settings: Settings, ids: tuple):
     """A run's first rounds (a Trace), until they show every case, and their measured speedup;
     once per settings and prompt."""
     target, tiny = models_or_stop()
-    gen = Generation(target, list(ids), settings, tiny.model)
+    costs = costs_for(settings)
+    gen = Generation(target, list(ids), settings, tiny.model, costs=costs)
     while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
         gen.step()
-    return gen.trace, lesson.measure_speedup(target, tiny.model, list(ids), settings, len(gen.trace.rounds))
+    return gen.trace, lesson.measure_speedup(target, tiny.model, list(ids), settings, len(gen.trace.rounds),
+                                             costs=costs)  # fmt: skip
 
 
 def _move(delta: int | None) -> None:

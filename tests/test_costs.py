@@ -1,0 +1,51 @@
+"""The verify-cost curve adaptive K prices drafts with: the reference figures, interpolation between
+measured sizes, and a measurement that yields a usable curve and reaches the rounds it is given to."""
+
+import pytest
+
+from specviz.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, interpolate, is_curve, measure
+from specviz.engine import Generation, Settings
+
+
+def test_the_reference_curve_is_the_reference_machines_two_lines():
+    v = REFERENCE.v
+    assert v(0) == v(1) == 1.0
+    assert v(2) == pytest.approx(1.11) and v(8) == pytest.approx(1.11 + 6 * 0.0375)
+    assert v(9) == pytest.approx(1.51) and v(17) == pytest.approx(1.51 + 8 * 0.035 + 64 * 6e-5)
+    assert v(5, tree=True) == pytest.approx(v(5) + TREE_MASK) and v(1, tree=True) == 1.0
+    assert len(REFERENCE.verify) == N_MAX and is_curve(REFERENCE.verify)
+    assert REFERENCE.summary() == "reference machine: v(2) 1.11, v(5) 1.22, v(9) 1.51, v(17) 1.79"
+
+
+def test_interpolate_joins_the_measured_sizes_with_straight_lines():
+    v = interpolate({1: 1.0, 2: 1.5, 4: 1.3, 8: 2.1}, 10)
+    assert v[:4] == (1.0, 1.5, pytest.approx(1.4), 1.3)  # a dip is kept: it is what was measured
+    assert v[5] == pytest.approx(1.7)  # N = 6, halfway from 4 to 8
+    assert v[8:] == (pytest.approx(2.3), pytest.approx(2.5))  # past the last: the line through the last two
+    assert CostCurve(v, "t").v(40) == v[-1]  # past the table: its last figure
+
+
+def test_is_curve_rejects_what_cannot_be_a_cost():
+    assert is_curve((1.0, 1.2)) and not is_curve(()) and not is_curve((1.1, 1.2))
+    assert not is_curve((1.0, 0.9)) and not is_curve((1.0, float("nan"))) and not is_curve((1.0, float("inf")))
+
+
+def test_a_measured_curve_is_a_curve_and_reaches_the_rounds(target):
+    """Figures are timings, so they are not asserted; what is: the shape of the result, where it says it
+    comes from, and that a run priced with it records those costs."""
+    ticks = []
+    curve = measure(target.model, repeats=2, progress=lambda *a: ticks.append(a))
+    assert ticks == [(1, 2), (2, 2)]
+    assert len(curve.verify) == N_MAX and is_curve(curve.verify)
+    assert curve.source == f"measured on {cpu_name()}, 1 thread" and cpu_name()
+    # a curve where no draft can pay: adaptive K plain-decodes every round, and each record says why
+    dear = CostCurve(interpolate({1: 1.0, 2: 50.0, 3: 100.0}), "dear")
+    prompt = target.tokenizer.encode("ROMEO:\n")
+    gen = Generation(target, prompt, Settings(drafter="distilled", k=4, k_auto=True, max_new_tokens=12), costs=dear)
+    trace = gen.run()
+    assert gen.adaptive.curve is dear
+    assert all(r.k_choice.k == 0 for r in trace.rounds) and trace.rounds[0].k_choice.costs[1] >= 50.0
+    cheap = Generation(
+        target, prompt, Settings(drafter="distilled", k=4, k_auto=True, temperature=0, max_new_tokens=12)
+    )
+    assert any(r.k_choice.k > 0 for r in cheap.run().rounds)  # the same run on the reference drafts

@@ -270,3 +270,23 @@ def test_an_idle_round_with_a_shadow_draft_emits_exactly_p(target, drafter):
         logits, _ = target.model(torch.tensor([prompt]), torch.arange(len(prompt)))
     test = chi_square(counts, torch.softmax(logits[0, -1].double(), -1))
     assert test.dof >= 3 and test.p_value >= 0.001, test
+
+
+def test_a_budgeted_tree_is_priced_at_no_more_than_its_budget():
+    """Per level is learnt at the depth drafted (16 nodes over 3 levels: 5.3); a deeper K spreads the
+    same 16 nodes thinner, so it is priced at 16 nodes, not K x 5.3."""
+    assert round_cost(12, 16 / 3, 0.02, max_nodes=16) == pytest.approx(16 * 0.02 + REFERENCE.v(17, tree=True))
+    assert round_cost(12, 16 / 3, 0.02) == pytest.approx(12 * 16 / 3 * 0.02 + REFERENCE.v(65, tree=True))
+    assert round_cost(2, 16 / 3, 0.02, max_nodes=16) == round_cost(2, 16 / 3, 0.02)  # under the budget: as before
+    capped, uncapped = AdaptiveK(12, 0.02, max_nodes=16), AdaptiveK(12, 0.02)
+    for a in (capped, uncapped):
+        a.successes, a.trials, a.tokens, a.levels = 8.6, 10.0, 16.0, 3.0  # alpha 0.8, 5.3 nodes a level
+    assert capped.choose(12).k > uncapped.choose(12).k
+
+
+@pytest.mark.parametrize("drafter, knob", [("distilled-tree", "distilled_nodes"), ("suffix", "suffix_max_nodes"),
+                                           ("trie", "trie_num_draft")])  # fmt: skip
+def test_the_engine_prices_a_tree_drafter_at_its_budget(target, drafter, knob):
+    gen = Generation(target, [1, 2, 3], Settings(drafter=drafter, k=12, k_auto=True, **{knob: 9}))
+    assert gen.adaptive.max_nodes == 9
+    assert Generation(target, [1, 2, 3], Settings(drafter="trigram", k=12, k_auto=True)).adaptive.max_nodes == 0

@@ -118,6 +118,11 @@ class Drafter:
     nodes_per_level = 1.0
     # The deepest draft this drafter can make whatever K is (None: K itself); adaptive K weighs no deeper K.
     max_depth: int | None = None
+    # The most tokens one draft can hold whatever K is (a tree's node budget; 0: no cap). Adaptive K learns
+    # drafted tokens per level at the depths it drafted, and a budgeted tree spreads the same budget over
+    # however many levels K gives it: priced K x per level, a deeper K would cost more nodes than it sends
+    # (the distilled tree, 16 nodes over 3 levels: a K = 4 draft priced at 21 nodes, not 16).
+    max_nodes = 0
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

@@ -63,7 +63,7 @@ class DistilledTreeDrafter(DistilledDrafter):
 
     def __init__(self, table: DistilledTable, min_context_count: int = 2, max_context: int = 8, nodes: int = 16):
         super().__init__(table, min_context_count, max_context)
-        self.nodes = nodes
+        self.nodes = self.max_nodes = nodes
         self._kids: dict[int, list[tuple[int, float]]] = {}  # per generation: a drafter serves one
 
     def _children(self, seq: list[int]) -> list[tuple[int, float]]:

@@ -30,6 +30,7 @@ class EagleTreeDrafter(NeuralTreeDrafter):
                  sampling: str = "without-replacement"):  # fmt: skip
         self.head, self.cache = head, HeadCache(head, target)
         self.nodes, self.children, self.sampling = nodes, children, sampling
+        self.max_nodes = nodes
 
     @torch.no_grad()
     def draft(self, context, k, temperature, gen):

@@ -50,6 +50,7 @@ class MedusaDrafter(Drafter):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):
             raise ValueError("the Medusa heads were made for a model of another width or vocabulary")
         self.target, self.heads, self.nodes, self.top_k = target, heads, nodes, top_k
+        self.max_nodes = nodes
         self.draft_cost = self.ROUND_COST / nodes
         target.capture((heads.config.feature_layer,))  # before the first pass: every entry gets its feature
 

@@ -52,6 +52,7 @@ class NeuralTreeDrafter(Drafter):
     def __init__(self, model: GPT, nodes: int = 16, children: int = CHILDREN, sampling: str = "without-replacement"):
         self.lm = CachedModel(model)
         self.nodes, self.children, self.sampling = nodes, children, sampling
+        self.max_nodes = nodes
 
     def _draw_children(self, probs: torch.Tensor, n: int, temperature: float, gen: torch.Generator):
         """Up to n children of a node with untempered distribution ``probs`` (V,), in draw order:

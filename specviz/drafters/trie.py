@@ -131,6 +131,7 @@ class TrieDrafter(Drafter):
 
     def __init__(self, prompt_tokens: list[int], n: int = 13, max_prefix_len: int = 3, num_draft: int = 16):
         self.n, self.max_prefix_len, self.num_draft = n, max_prefix_len, num_draft
+        self.max_nodes = num_draft
         self.trie = NGramTrie.build(prompt_tokens, n, max_prefix_len)
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:

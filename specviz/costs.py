@@ -24,7 +24,6 @@ CLI's ``--k auto`` and the app measure their machine's once (``measure``: ~3 s).
 """
 
 import bisect
-import math
 import platform
 import random
 import statistics
@@ -131,8 +130,3 @@ def measure(model, repeats: int = 8, sizes=MEASURED, seed: int = 0, progress=Non
     points = {1: 1.0} | {n: max(1.0, statistics.median(r)) for n, r in ratios.items()}
     threads = torch.get_num_threads()
     return CostCurve(interpolate(points, N_MAX), f"measured on {cpu_name()}, {threads} thread{'s' * (threads > 1)}")
-
-
-def is_curve(values) -> bool:
-    """Whether ``values`` can be a CostCurve's verify: v(1) = 1, every v finite and at least 1."""
-    return bool(values) and values[0] == 1.0 and all(math.isfinite(v) and v >= 1.0 for v in values)

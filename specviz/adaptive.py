@@ -13,11 +13,12 @@ and trials decay by ``DECAY`` per round, so the estimate follows the text, and a
 the first rounds sensible.
 
 Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
-measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; c the
-drafter's cost per token), and verifying N = 1 + K * n + e tokens
-costs v(N), the measured cost of one round whose target pass covers N tokens on this machine, a little
-more when the pass needs a mask built (a tree, or extras) (specviz/costs.py) (e: the tokens a drafter adds to every drafting
-round's pass besides its draft, Drafter.verify_extra: lookahead's window). K = 0 is plain
+measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; K * n at
+most a budgeted tree's budget, Drafter.max_nodes; c the drafter's cost per token), and verifying
+N = 1 + K * n + e tokens costs v(N), what one round whose target pass covers N tokens costs on this
+machine (specviz/costs.py), a little more when the pass needs a mask built (a tree, or extras) (e: the
+tokens a drafter adds to every drafting round's pass besides its draft, Drafter.verify_extra:
+lookahead's window). K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
 walk over more positions).

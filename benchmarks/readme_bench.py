@@ -43,7 +43,7 @@ machine whose CPU the bench did not record then, where a pass over N tokens cost
 chain reached 2.97x at T = 0 and 2.48x at T = 0.8, our baseline 796 tokens/s against transformers' 479
 (1.66x), and 13 of 32 default configurations read below 1.00, 3 of them slower by the sign test. This
 run's AMD EPYC (2 cores, AVX2) runs a pass over a few rows far slower against a one-row pass (v(2)
-1.33-1.45, v(5) 1.63-1.76, v(9) 1.84-1.96 in five measurements, not monotone: v(4) < v(3)): MKL's
+1.33-1.45, v(5) 1.63-1.76, v(9) 1.84-1.96 in seven measurements, and v(4) below v(3) in most): MKL's
 kernels for a few rows do several times less work per second than its matrix-vector kernel. So every
 drafter wins less here (the distilled chain at K = 4: 2.02x at T = 0, against 2.67x there), and
 adaptive K priced with the reference curve drafted where it could not pay (paired with the baseline,

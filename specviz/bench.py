@@ -328,7 +328,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
               drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
               repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
               auto: bool = False, block: bool = False, traversal: bool = False,
-              costs: CostCurve = REFERENCE) -> list[dict]:  # fmt: skip
+              costs: CostCurve = REFERENCE, memory: dict[str, float] | None = None) -> list[dict]:  # fmt: skip
     """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
     ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
     AUTO_K_MAX), with ``block=True`` one more per chain drafter verified with block verification at
@@ -407,7 +407,8 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     ours = f"specviz (torch {torch.__version__})"
     common = {"prompts": len(prompts), "repeats": repeats}
     # What each drafter holds, after one round on the first prompt (outside the timed runs).
-    memory = {d: drafter_megabytes(_one_round(target, tiny, ids[0], d)) for d in drafters}
+    if memory is None:
+        memory = {d: drafter_megabytes(_one_round(target, tiny, ids[0], d)) for d in drafters}
     rows = _rows(main, "specviz", "main", ("specviz", base), ours, memory, costs, new_tokens=max_new_tokens, **common)
     for row in rows:
         T = row["temperature"]

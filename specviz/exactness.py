@@ -8,7 +8,8 @@ test the same depths again. Two tests, both with levels fixed in advance:
 
 1. Every position: the probability integral transform (PIT). For one run, let p_j be the
    target's exact distribution of token j given the prompt and the run's tokens before j (all
-   n of them from ONE forward pass over the run's tokens, float64 after the softmax). Order the
+   n of them from one pass of the reference model over the run's tokens after the prompt's cache,
+   float64 after the softmax; a batch of runs shares the pass, ``run_probs``). Order the
    vocabulary by p_j, likeliest first (ties by id), let F_j(x) be the mass ranked before x, and
    draw v ~ Uniform(0, 1) from a generator of its own. Then
 
@@ -42,6 +43,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from models.checkpoint import Checkpoint
+from models.gpt import KVCache
 from specviz.cached_model import CachedModel
 from specviz.engine import Generation, Settings
 from specviz.sampling import probs_from_logits
@@ -49,7 +51,7 @@ from specviz.verifiers import VERIFIERS
 
 MAX_BINS = 20  # PIT histogram bins per position
 MIN_EXPECTED = 5.0  # the usual floor on a chi-square cell's expected count
-ROWS_BUDGET = 1 << 12  # tokens per target forward in the harness: bounds its activations (and KV)
+PIT_TOKENS = 1 << 11  # tokens per PIT pass (a batch of runs after the prompt's cache): bounds its activations
 MAX_SAMPLES = 20_000
 ALPHA = 0.001  # the verdict's level: fixed in advance, stated wherever a verdict is shown
 
@@ -165,16 +167,25 @@ def tv(a: torch.Tensor, b: torch.Tensor) -> float:
     return 0.5 * float((a - b).abs().sum())
 
 
-def _chunk_rows(model, length: int) -> int:
-    return max(1, ROWS_BUDGET // max(1, length))
-
-
 @torch.no_grad()
-def _next_probs(model, rows: torch.Tensor, start: int, temperature: float) -> torch.Tensor:
-    """The target's distributions after positions start-1 .. T-1 of each row, float64. (B, T-start+1, V)"""
+def run_probs(model, past: KVCache | None, root: int, runs: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The target's distribution at every token of every run, float64: row j of a run is p_j, given
+    the prompt and the run's tokens before j. ``past`` is the reference model's cache of the prompt
+    but its last token, ``root`` (None for a one-token prompt); the batch of runs shares it, so the
+    prompt is not run again per run.
+    The reference GPT, not the lean forward the engine runs: the harness checks the engine with an
+    implementation of its own. runs: (b, n) tokens. -> (b, n, V)"""
+    b, n = runs.shape
+    inputs = torch.cat([torch.full((b, 1), root), runs[:, :-1]], 1)  # (b, n): what predicts each token
+    P, batch = 0, None
+    if past is not None:
+        P, batch = (
+            past.length,
+            KVCache(tuple((k.expand(b, -1, -1, -1), v.expand(b, -1, -1, -1)) for k, v in past.layers)),
+        )
     device = next(model.parameters()).device
-    logits, _ = model(rows.to(device), torch.arange(rows.size(1), device=device))
-    return probs_from_logits(logits[:, start - 1 :].cpu(), temperature)
+    logits, _ = model(inputs.to(device), torch.arange(P, P + n, device=device), batch)
+    return probs_from_logits(logits.cpu(), temperature)  # (b, n, V)
 
 
 @torch.no_grad()
@@ -257,13 +268,16 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
     first = Generation(target, prompt, run, draft_model)
     first.target.sync(prompt)  # the prompt's cache, copied into every run
     shared = None if first.drafter.stateful else first.drafter
-    batch, step = [], _chunk_rows(model, len(prompt) + n - 1)
+    batch, step = [], max(1, PIT_TOKENS // n)
+    device, past = next(model.parameters()).device, None
+    if len(prompt) > 1:
+        with torch.no_grad():  # the reference model's cache of the prompt but its last token, for the PIT
+            _, past = model(torch.tensor([prompt[:-1]], device=device), torch.arange(len(prompt) - 1, device=device))
 
     def flush() -> None:
         nonlocal impossible
         toks = torch.tensor(batch)  # (b, n)
-        rows = torch.cat([torch.tensor(prompt).expand(len(batch), len(prompt)), toks[:, :-1]], dim=1)
-        p = _next_probs(model, rows, len(prompt), settings.temperature)  # (b, n, V)
+        p = run_probs(model, past, prompt[-1], toks, settings.temperature)  # (b, n, V)
         impossible += int((p.gather(-1, toks[..., None]) == 0).sum())
         u = pit_values(p, toks, torch.rand(toks.shape, generator=pit_gen, dtype=torch.float64))
         idx = (u * bins).long().clamp_(0, bins - 1)  # (b, n)

@@ -9,6 +9,22 @@ import sys
 import numpy as np
 import torch
 
+ATOMS = (str, bytes, int, float, bool, type(None))  # no references out: their getsizeof is all they hold
+
+
+def _items(items, seen: set, stack: list) -> int:
+    """A container's items: all atoms (a distilled table's index holds millions of ints, and one trip
+    round the walk each took ~2 s) are counted here in bulk, each object once; otherwise every item
+    goes on the stack."""
+    items = list(items)
+    if not set(map(type, items)) <= set(ATOMS):
+        stack.extend(items)
+        return 0
+    by_id = dict(zip(map(id, items), items, strict=True))
+    new = by_id.keys() - seen
+    seen.update(new)
+    return sum(map(sys.getsizeof, map(by_id.__getitem__, new)))
+
 
 def held_bytes(root, exclude=()) -> int:
     """Bytes held by ``root``: tensors and numpy arrays by their storage, other objects by
@@ -33,15 +49,12 @@ def held_bytes(root, exclude=()) -> int:
             if id(base) not in storages:
                 storages.add(id(base))
                 total += base.nbytes if isinstance(base, np.ndarray) else obj.nbytes
-        elif isinstance(obj, str | bytes | int | float | bool | type(None)):
+        elif isinstance(obj, ATOMS):
             total += sys.getsizeof(obj)
         elif isinstance(obj, dict):
-            total += sys.getsizeof(obj)
-            stack.extend(obj.keys())
-            stack.extend(obj.values())
+            total += sys.getsizeof(obj) + _items(obj.keys(), seen, stack) + _items(obj.values(), seen, stack)
         elif isinstance(obj, list | tuple | set | frozenset):
-            total += sys.getsizeof(obj)
-            stack.extend(obj)
+            total += sys.getsizeof(obj) + _items(obj, seen, stack)
         elif isinstance(obj, torch.Generator) or callable(obj) and not hasattr(obj, "__dict__"):
             continue
         elif hasattr(obj, "__dict__") and not isinstance(obj, type):

@@ -69,11 +69,12 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     # the sweep, then one traced run per drafter but the baseline, then one block-verified run per chain
     # drafter and one traversal-verified run per tree drafter
     total = per_k * len(ks) + len(DRAFTERS) - 1 + len(chains) + len(TREE_DRAFTERS)
-    rows = []
+    rows, memory = [], None
     for i, k in enumerate(ks):
         tick = (lambda done, _, base=i * per_k: progress(base + done, total)) if progress else None
         rows += run_bench(target, tiny, [preset], DRAFTERS, [settings.temperature], k, settings.max_new_tokens,
-                          repeats, settings.seed, tick)  # fmt: skip
+                          repeats, settings.seed, tick, memory=memory)  # fmt: skip
+        memory = {r["drafter"]: r["memory_mb"] for r in rows}  # measured at the first K, the same at every K
     ids = target.tokenizer.encode(prompt)
     by_position, traces, done = {}, {}, per_k * len(ks)
     runs = [(d, "lossless") for d in DRAFTERS[1:]] + [(d, "block") for d in chains]  # the baseline drafts nothing

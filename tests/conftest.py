@@ -61,6 +61,44 @@ def tiny64():
     return _checkpoint("tiny", float64=True)
 
 
+# A prompt long enough that a short greedy run crosses block_size (256), so the window jumps and the
+# cache is prefilled again: the greedy-equality tests run every drafter past it in 150 tokens.
+GREEDY_TEXT = ("ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
+               "Arise, fair sun, and kill the envious moon,\nWho is already sick and pale with grief,\n")  # fmt: skip
+GREEDY_TOKENS = 150
+
+
+@pytest.fixture(scope="session")
+def greedy(target64):
+    """The baseline's greedy run after GREEDY_TEXT (float64), past block_size: run once per test
+    process, compared with every drafter."""
+    from specviz.engine import Generation, Settings
+
+    prompt = target64.tokenizer.encode(GREEDY_TEXT)
+    return Generation(target64, prompt, Settings(drafter="none", temperature=0, max_new_tokens=GREEDY_TOKENS)).run()
+
+
+def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
+    """``new`` is plain greedy decoding after ``prompt``: every token is the argmax of the reference
+    module run from scratch, no cache, over its window (specviz.cached_model.window_start); by
+    induction from the prompt, that is the text greedy decoding writes. Tokens that share a window
+    start are checked by one pass over that window (a causal pass's row j sees the tokens up to j).
+    -> how many windows the text spans"""
+    import torch
+
+    from specviz.cached_model import window_start
+
+    tokens, by_start = prompt + new, {}
+    for t in range(len(prompt), len(tokens)):
+        by_start.setdefault(window_start(t, ckpt.config.block_size), []).append(t)
+    with torch.no_grad():
+        for s, ts in by_start.items():
+            logits, _ = ckpt.model(torch.tensor([tokens[s : ts[-1]]]), torch.arange(ts[-1] - s))  # (1, T, V)
+            want = logits[0, [t - 1 - s for t in ts]].argmax(-1).tolist()
+            assert [tokens[t] for t in ts] == want, f"not greedy in the window from {s}"
+    return len(by_start)
+
+
 @contextlib.contextmanager
 def streamlit_server(log: Path):
     """`streamlit run app.py` on a free local port, as a user starts it (the rest of its settings come

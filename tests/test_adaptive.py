@@ -5,6 +5,7 @@ import math
 
 import pytest
 import torch
+from conftest import GREEDY_TEXT, GREEDY_TOKENS
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -237,12 +238,11 @@ def test_expected_acceptance_is_how_often_verify_accepts_a_first_level(kind):
 
 
 @pytest.mark.parametrize("drafter", [d for d in DRAFTERS if d != "none"])
-def test_greedy_with_k_auto_equals_the_baseline(target64, tiny64, drafter):
-    prompt = target64.tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft")
-    base = Generation(target64, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
+def test_greedy_with_k_auto_equals_the_baseline(target64, tiny64, greedy, drafter):
+    prompt = target64.tokenizer.encode(GREEDY_TEXT)
     run = Generation(target64, prompt, Settings(drafter=drafter, k=8, k_auto=True, temperature=0,
-                                                max_new_tokens=300), tiny64.model).run()  # fmt: skip
-    assert run.tokens == base.tokens
+                                                max_new_tokens=GREEDY_TOKENS), tiny64.model).run()  # fmt: skip
+    assert run.tokens == greedy.tokens and sum(r.reprefill for r in run.rounds) >= 1
     assert all(r.k_choice is not None and len(r.draft_tokens) <= r.k_choice.k * 64 for r in run.rounds)
 
 

@@ -145,8 +145,9 @@ def test_against_transformers_same_algorithm(target, monkeypatch):
 
 
 def test_cli_bench_quick_json_smoke():
-    """CI's smoke test: the quick prompt set through the CLI, JSON lines on stdout (one repeat, to be quick)."""
-    proc = subprocess.run([sys.executable, "-m", "specviz", "bench", "--quick", "--json", "--repeats", "1"],
+    """CI's smoke test: the quick prompt set through the CLI, JSON lines on stdout (one repeat of 16 tokens, to be quick)."""
+    proc = subprocess.run([sys.executable, "-m", "specviz", "bench", "--quick", "--json", "--repeats", "1",
+                           "--max-new-tokens", "16"],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = rows_from_jsonl(proc.stdout)
@@ -173,7 +174,7 @@ def test_cli_bench_quick_json_smoke():
     assert all(r["costs"].startswith("measured on ") and "v(2)" in r["costs"] for r in auto)
     assert all(r["costs"] is None for r in fixed + block + traversal)
     assert all(isinstance(r["cpu"], str) and r["cpu"] for r in rows)  # figures differ from one CPU to another
-    assert all(r["prompts"] == 3 and r["new_tokens"] == 32 for r in main_rows)
+    assert all(r["prompts"] == 3 and r["new_tokens"] == 16 for r in main_rows)
     assert {r["impl"] for r in rows} == {"specviz", "transformers"}  # transformers is a dev dependency
     assert "Traceback" not in proc.stderr
 

@@ -4,10 +4,11 @@ kernels, which sum in different orders), the same greedy text past block_size, t
 
 import pytest
 import torch
+from conftest import assert_plain_greedy
 
 from models.checkpoint import load_checkpoint
 from models.gpt import PositionError
-from specviz.cached_model import CachedModel, attn_bias, causal_bias, lean_weights, window_start
+from specviz.cached_model import CachedModel, attn_bias, causal_bias, lean_weights
 from specviz.drafters.base import tree_mask
 from specviz.engine import Generation, Settings
 
@@ -75,19 +76,12 @@ def test_tree_attention_matches_the_reference_mask(ckpt):
         assert close(k1, k2) and close(v1, v2)
 
 
-@torch.no_grad()
 def test_greedy_text_equals_the_reference_past_block_size(ckpt):
     """300 greedy tokens from the engine (lean path) against the reference module with no cache."""
     prompt = ckpt.tokenizer.encode(TEXT)
-    B = ckpt.config.block_size
-    tokens = list(prompt)
-    for _ in range(300):
-        ctx = tokens[window_start(len(tokens), B) :]
-        logits, _ = ckpt.model(torch.tensor([ctx]), torch.arange(len(ctx)))
-        tokens.append(int(logits[0, -1].argmax()))
-    assert len(tokens) > B + 100
     run = Generation(ckpt, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
-    assert run.tokens == tokens[len(prompt) :]
+    assert len(prompt) + len(run.tokens) > ckpt.config.block_size + 100
+    assert assert_plain_greedy(ckpt, prompt, run.tokens) >= 2
 
 
 def test_positions_outside_the_window_are_refused(ckpt):

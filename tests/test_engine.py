@@ -3,6 +3,7 @@ round equals a fresh prefill, and the same seed gives the same trace. Float64 th
 
 import pytest
 import torch
+from conftest import GREEDY_TEXT, GREEDY_TOKENS, assert_plain_greedy
 
 from specviz.cached_model import room, window_start
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
@@ -28,21 +29,12 @@ def test_window_policy():
         assert 0 < t - window_start(t, 256) <= 256
 
 
-@torch.no_grad()
-def test_baseline_equals_plain_greedy_decoding(target):
-    """The KV-cached baseline against full forward passes with no cache at all."""
-    prompt = target.tokenizer.encode(PROMPT)
-    tokens = list(prompt)
-    B = target.config.block_size
-    for _ in range(300 - len(prompt) + 40):  # crosses block_size
-        ctx = tokens[window_start(len(tokens), B) :]
-        logits, _ = target.model(torch.tensor([ctx]), torch.arange(len(ctx)))
-        tokens.append(int(logits[0, -1].argmax()))
-    run = Generation(
-        target, prompt, Settings(drafter="none", temperature=0, max_new_tokens=len(tokens) - len(prompt))
-    ).run()
-    assert run.tokens == tokens[len(prompt) :]
-    assert len(tokens) > B
+def test_baseline_equals_plain_greedy_decoding(target, greedy):
+    """The KV-cached baseline against full forward passes with no cache at all, past block_size."""
+    prompt = target.tokenizer.encode(GREEDY_TEXT)
+    assert len(prompt) + len(greedy.tokens) > target.config.block_size
+    assert sum(r.reprefill for r in greedy.rounds) >= 1
+    assert assert_plain_greedy(target, prompt, greedy.tokens) >= 2  # the window jumped
 
 
 @pytest.mark.parametrize(
@@ -52,19 +44,16 @@ def test_baseline_equals_plain_greedy_decoding(target):
     + [("trigram", "typical"), ("trie", "typical")]  # lossy at T > 0, greedy at T = 0
     + [(d, "traversal") for d in TREE_DRAFTERS],
 )
-def test_greedy_speculative_equals_baseline(target, tiny, drafter, verification):
-    prompt = target.tokenizer.encode(PROMPT)
-    base = Generation(target, prompt, Settings(drafter="none", temperature=0, max_new_tokens=300)).run()
-    assert len(prompt) + 300 > target.config.block_size
-    assert sum(r.reprefill for r in base.rounds) >= 1
+def test_greedy_speculative_equals_baseline(target, tiny, greedy, drafter, verification):
+    prompt = target.tokenizer.encode(GREEDY_TEXT)
     for k in (1, 4, 8):
         run = Generation(
             target,
             prompt,
-            Settings(drafter=drafter, k=k, temperature=0, max_new_tokens=300, verification=verification),
+            Settings(drafter=drafter, k=k, temperature=0, max_new_tokens=GREEDY_TOKENS, verification=verification),
             tiny.model,
         ).run()
-        assert run.tokens == base.tokens, f"{drafter} ({verification}) K={k} diverged from greedy"
+        assert run.tokens == greedy.tokens, f"{drafter} ({verification}) K={k} diverged from greedy"
         assert run.summary()["accepted"] > 0  # the drafter did get tokens accepted
         assert sum(r.reprefill for r in run.rounds) >= 1
 

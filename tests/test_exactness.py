@@ -19,6 +19,7 @@ from specviz.exactness import (
     exact_distribution,
     pit_values,
     run_exactness,
+    run_probs,
     uniform_test,
     verdict,
 )
@@ -59,6 +60,24 @@ def test_exact_distribution_equals_the_reference_model_in_float64(tiny64):
     assert (joint - want).abs().max().item() < 1e-10
     assert torch.allclose(exact_distribution(tiny64.model, prompt, 0.9, 2), p1[:, None] * p2, atol=1e-12, rtol=0)
     assert torch.allclose(exact_distribution(tiny64.model, prompt, 0.9, 1), p1, atol=1e-12, rtol=0)
+
+
+@torch.no_grad()
+def test_run_probs_are_full_passes_over_each_run(tiny64):
+    """The PIT's batch pass after the prompt's cache gives each run's chain-rule distributions, as a
+    pass over the prompt and the run from scratch does, to 1e-10 in float64."""
+    prompt = tiny64.tokenizer.encode(PROMPT)
+    runs = torch.randint(0, tiny64.config.vocab_size, (3, 5), generator=torch.Generator().manual_seed(0))
+    _, past = tiny64.model(torch.tensor([prompt[:-1]]), torch.arange(len(prompt) - 1))
+    got = run_probs(tiny64.model, past, prompt[-1], runs, 0.8)  # (3, 5, V)
+    rows = torch.cat([torch.tensor(prompt).expand(3, -1), runs[:, :-1]], 1)
+    logits, _ = tiny64.model(rows, torch.arange(rows.size(1)))
+    want = probs_from_logits(logits[:, len(prompt) - 1 :], 0.8)
+    assert got.shape == want.shape == (3, 5, tiny64.config.vocab_size)
+    assert (got - want).abs().max().item() < 1e-10
+    one = run_probs(tiny64.model, None, prompt[0], runs, 0.8)  # a one-token prompt: no cache
+    logits, _ = tiny64.model(torch.cat([torch.tensor(prompt[:1]).expand(3, -1), runs[:, :-1]], 1), torch.arange(5))
+    assert (one - probs_from_logits(logits, 0.8)).abs().max().item() < 1e-10
 
 
 def test_chi_square_sanity():

@@ -31,6 +31,9 @@ def test_a_row_per_drafter_and_k(result):
     out, seen = result
     assert sorted({(r["drafter"], r["k"]) for r in out.rows}) == sorted((d, k) for d in DRAFTERS for k in (1, 2, 3))
     assert [d for d, _ in seen] == list(range(1, len(seen) + 1)) and seen[-1][0] == seen[-1][1]
+    # what a drafter holds does not depend on K: measured once, the same in every row of the drafter
+    mb = {(r["drafter"], r["k"]): r["memory_mb"] for r in out.rows}
+    assert all(mb[d, k] == mb[d, 1] for d, k in mb) and mb["distilled", 1] > 50 > 0.01 > mb["none", 1]
     for r in out.rows:
         assert r["tokens"] == 24 and r["temperature"] == 0.0
         assert r["same_as_baseline"] is True  # greedy: every drafter gives the baseline's tokens

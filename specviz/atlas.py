@@ -8,6 +8,7 @@ each method to its step page on that preset). Whether it is lossless comes from 
 """
 
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from specviz.verifiers import VERIFIERS
 
@@ -27,6 +28,11 @@ class Method:
     @property
     def lossless(self) -> bool:
         return VERIFIERS[self.verification].lossless
+
+    @property
+    def link(self) -> str:
+        """Its step page, on its preset (a relative URL: the app's own page)."""
+        return f"step?{urlencode({'drafter': self.drafter, 'verification': self.verification, 'preset': self.preset})}"
 
 
 METHODS = (
@@ -84,11 +90,12 @@ def bench_row(rows: list[dict], m: Method, temperature: float, auto: bool = Fals
 
 def atlas_rows(rows: list[dict], methods=METHODS) -> list[dict]:
     """One dict per method: what it is, and its figures from the bench ``rows`` at the run's fixed K
-    and with adaptive K (None where the run has no row for it: a method newer than the run, say)."""
+    and with adaptive K (None where the run has no row for it: a method newer than the run, say),
+    and the link to its step page."""
     out = []
     for m in methods:
         entry = {"method": m.name, "lossless": "lossless" if m.lossless else "LOSSY", "draft from": m.source,
-                 "paper": m.paper}  # fmt: skip
+                 "paper": m.paper, "open": m.link}  # fmt: skip
         for T in (0.0, 0.8):
             r = bench_row(rows, m, T) or {}
             auto = bench_row(rows, m, T, auto=True) or {}

@@ -8,6 +8,7 @@ from conftest import APP
 from streamlit.testing.v1 import AppTest
 
 from specviz.atlas import METHODS, atlas_rows, bench_row
+from specviz.charts.atlas import figures_frame, sources_frame
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.memory import drafter_megabytes, held_bytes
@@ -42,6 +43,12 @@ def test_atlas_rows_take_each_figure_from_the_methods_own_bench_row():
     assert by_name["trigram (block)"]["speedup T=0.8"] == 1.1 and by_name["trigram (block)"]["speedup T=0"] is None
     assert by_name["bigram"]["speedup T=0"] is None  # no row: nothing made up
     assert bench_row(rows, METHODS[0], 0.0) is None
+    # The page's tables: the figures at the temperature picked, short headers; the prose apart.
+    figures = figures_frame(atlas_rows(rows), 0.8).set_index("method")
+    assert figures.loc["trigram", ["speedup", "auto K", "α"]].tolist() == [1.2, 1.3, 0.5]
+    assert figures_frame(atlas_rows(rows), 0.0).set_index("method").loc["trigram", "speedup"] == 1.5
+    assert len(figures.columns) == 7 and all(len(c) <= 7 for c in figures.columns)
+    assert list(sources_frame(atlas_rows(rows)).columns) == ["method", "lossless", "draft from", "paper"]
 
 
 def test_held_bytes_counts_each_storage_once_and_skips_what_is_shared():

@@ -75,6 +75,11 @@ def test_candidate_table_and_acceptance_by_position(run):
         assert len(df) == len(r.positions)
         assert list(df["p(x)"]) == [p.p_x for p in r.positions] and list(df["u"]) == [p.u for p in r.positions]
         assert list(df["result"] == "accepted") == [p.accepted for p in r.positions]
+        # No min(1, p/q) column: p/q capped at 1 is it. Seven columns, each shown in the ~300 px
+        # beside the text at 1024 px (charts.checks_view).
+        assert list(df["p/q"].clip(upper=1.0)) == [p.accept_prob for p in r.positions]
+        view = charts.checks_view(r)
+        assert len(df.columns) == 7 and set(view) == set(df.columns) and sum(v["width"] for v in view.values()) <= 300
     rows = acceptance_by_position(s.rounds)
     assert sum(x["tried"] for x in rows) == sum(len(r.positions) for r in s.rounds)
     assert rows[0]["tried"] == len(s.rounds)  # every round tries its first drafted token

@@ -1,14 +1,12 @@
-"""The methods atlas: every way the app drafts and verifies, in one table and one chart, with the
+"""The methods atlas: every way the app drafts and verifies, in one chart and two tables, with the
 figures of one bench run (docs/bench.jsonl, written by `python -m specviz bench`), each method
 linked to its step page on a preset that suits it. The text lives in specviz/atlas.py."""
 
 from pathlib import Path
-from urllib.parse import urlencode
 
-import pandas as pd
 import streamlit as st
 
-from specviz.atlas import METHODS, atlas_rows
+from specviz.atlas import atlas_rows
 from specviz.bench import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
@@ -19,16 +17,6 @@ from ui.round_view import chart
 
 SWEEP_PRESET = "Dialogue"
 BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"
-HELP = {
-    "α T=0": "Acceptance rate: accepted / drafted tokens checked, at temperature 0 (K = 4).",
-    "τ T=0": "Tokens per target forward pass at temperature 0 (K = 4): the speedup if drafting and a wider "
-    "verification pass were free.",
-    "speedup T=0": "Measured: plain decoding's time over this method's, same prompts, same run (K = 4).",
-    "speedup auto T=0": "The same with adaptive K: the method's default configuration.",
-    "draft cost c": "Time to draft one token, in target forward passes (measured at T = 0.8).",
-    "memory MB": "What the method adds to plain decoding: its tables, heads, indices and caches, in MB.",
-    "open": "Its step page, on a preset that suits it.",
-}
 
 
 @st.cache_data(show_spinner=False)
@@ -56,13 +44,19 @@ def render() -> None:
                f"{run['prompts']} prompts x {run['new_tokens']} tokens, {run['repeats']} repeats.")  # fmt: skip
     table = atlas_rows(rows)
     chart(charts.speedup_figure(table), "atlas_speedup")
-    frame = pd.DataFrame(table)
-    frame["open"] = [f"step?{urlencode({'drafter': m.drafter, 'verification': m.verification, 'preset': m.preset})}"
-                     for m in METHODS]  # fmt: skip
-    config = {c: st.column_config.NumberColumn(c, help=HELP.get(c.replace("0.8", "0")), format="%.2f")
-              for c in frame.columns if c.startswith(("α", "τ", "speedup", "draft cost", "memory"))}  # fmt: skip
-    config["open"] = st.column_config.LinkColumn("open", help=HELP["open"], display_text="step through")
-    st.dataframe(frame, hide_index=True, column_config=config)
+    T = st.segmented_control("Figures at", charts.TEMPERATURES, format_func=lambda T: f"T = {T:g}", default=0.0,
+                             required=True, key="atlas_t", help="The bench ran every method at both temperatures; "
+                             "the chart above shows both speedups.")  # fmt: skip
+    config = {h: st.column_config.NumberColumn(help=charts.FIGURE_HELP[h], width=charts.FIGURE_WIDTHS[h], format="%.2f")
+              for h in charts.FIGURES}  # fmt: skip
+    config["open"] = st.column_config.LinkColumn(help=charts.OPEN_HELP, display_text="step through")
+    st.dataframe(charts.figures_frame(table, T), hide_index=True, column_config=config)
+    st.markdown("**Where each draft comes from**")
+    config = {h: st.column_config.Column(help=charts.SOURCE_HELP[h], width=charts.SOURCE_WIDTHS[h])
+              for h in charts.SOURCES}  # fmt: skip
+    st.dataframe(
+        charts.sources_frame(table), hide_index=True, column_config=config, row_height=charts.SOURCES_ROW_HEIGHT
+    )
     with st.expander("The bench rows behind the atlas"):
         st.dataframe(results_frame(rows), hide_index=True)
     layer_sweep()

@@ -6,7 +6,7 @@ Keyboard: Shift+Left and Shift+Right step the phases (Left and Right step the ro
 import streamlit as st
 
 from specviz import charts
-from specviz.charts.lesson import draft_frame, verify_frame
+from specviz.charts.lesson import VERIFY_HELP, VERIFY_VIEW, draft_frame, verify_frame
 from specviz.charts.phase import accept_test
 from specviz.engine import Session
 from specviz.markup import md
@@ -58,7 +58,7 @@ def phase_view(session: Session) -> None:
             if phase.stage == "draft" and r.draft_tokens:
                 table(draft_frame(r, vocab))
             elif phase.stage == "verify":
-                table(verify_frame(r, trace.root(r), vocab))
+                table(verify_frame(r, trace.root(r), vocab), VERIFY_HELP, VERIFY_VIEW)
             elif phase.check is not None and phase.stage == "check":
                 pos = r.positions[phase.check]
                 chart(charts.pq_bars(pos, vocab), "phase_pq")

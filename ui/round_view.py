@@ -27,13 +27,22 @@ def chart(fig, key: str) -> None:
 PINNED = ("depth", "token", "drafted", "result", "block keeps", "drafter")
 
 
-def table(frame, help: dict[str, str] | None = None) -> None:
+def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None) -> None:
     """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
-    columns first, and probabilities to 3 decimals."""
-    help = help or {}
-    config = {name: (st.column_config.NumberColumn if frame[name].dtype.kind == "f" else st.column_config.Column)(
-                  help=help.get(name), pinned=name in PINNED or None, **({"format": "%.3f"} if frame[name].dtype.kind == "f" else {}))
-              for name in frame.columns}  # fmt: skip
+    columns first, and probabilities to 3 decimals. ``view``: column -> its header, width in pixels
+    and marks shown in place of its values, where a narrow table needs them (charts.checks_view)."""
+    help, view = help or {}, view or {}
+    config = {}
+    for name in frame.columns:
+        v = view.get(name, {})
+        common = {"label": v.get("label"), "help": help.get(name), "width": v.get("width"),
+                  "pinned": name in PINNED or None}  # fmt: skip
+        if marks := v.get("marks"):  # a read-only select shows each value's mark; the data keeps the word
+            config[name] = st.column_config.SelectboxColumn(options=list(marks), format_func=marks.get, **common)
+        elif frame[name].dtype.kind == "f":
+            config[name] = st.column_config.NumberColumn(format="%.3f", **common)
+        else:
+            config[name] = st.column_config.Column(**common)
     st.dataframe(frame, hide_index=True, column_config=config)
 
 
@@ -116,7 +125,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
             "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
         )
     else:
-        table(charts.checks_frame(r, vocab), charts.checks_help(r))
+        table(charts.checks_frame(r, vocab), charts.checks_help(r), charts.checks_view(r))
         same_draft(r, vocab)
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)

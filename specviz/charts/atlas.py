@@ -1,6 +1,12 @@
 """The atlas's chart: every method's measured speedup at T = 0 and T = 0.8, from one bench run,
-lossy methods hatched (their speed is bought with exactness)."""
+lossy methods hatched (their speed is bought with exactness); and its two tables, the figures at
+one of those temperatures and where each method's draft comes from.
 
+The tables fit the page's ~560 px at 1024 px with the sidebar open, without scrolling sideways:
+short headers (the help spells each out), one temperature at a time, and the prose in a table of
+its own whose rows wrap."""
+
+import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
@@ -22,6 +28,53 @@ def speedup_figure(rows: list[dict]) -> go.Figure:
                          "height": 380, "margin": {"l": 50, "r": 10, "t": 50, "b": 110}, "shapes": [PARITY_LINE],
                          "yaxis": {"title": {"text": "× plain decoding"}}, "xaxis": {"tickangle": -40},
                          "legend": {"orientation": "h", "y": 1.08, "x": 1, "xanchor": "right"}})  # fmt: skip
+
+
+TEMPERATURES = (0.0, 0.8)  # the bench's
+# Figures table: header -> the atlas_rows key ({T}: the temperature picked), its help, its width in px.
+FIGURES = {
+    "α": ("α T={T}", "Acceptance rate: accepted / drafted tokens checked, at the temperature picked (K = 4).", 44),
+    "τ": ("τ T={T}", "Tokens per target forward pass at the temperature picked (K = 4): the speedup if drafting "
+          "and a wider verification pass were free.", 44),
+    "speedup": ("speedup T={T}", "Measured: plain decoding's time over this method's, same prompts, same run, at "
+                "the temperature picked (K = 4).", 64),
+    "auto K": ("speedup auto T={T}", "The speedup with adaptive K: the method's default configuration.", 56),
+    "cost c": ("draft cost c", "Draft cost c: the time to draft one token, in target forward passes (measured "
+               "at T = 0.8, whichever temperature is picked).", 52),
+    "MB": ("memory MB", "Memory: what the method adds to plain decoding, its tables, heads, indices and caches, in "
+           "MB (whichever temperature is picked).", 52),
+}  # fmt: skip
+FIGURE_HELP = {h: help for h, (_, help, _) in FIGURES.items()}
+FIGURE_WIDTHS = {h: width for h, (_, _, width) in FIGURES.items()}
+OPEN_HELP = "Its step page, on a preset that suits it."
+# Sources table: header -> help, width in px. Its rows wrap: every entry in three lines or fewer
+# in these widths (562 px in all: the page at 1024 px) fits SOURCES_ROW_HEIGHT.
+SOURCES = {
+    "method": ("The drafter, and its verification rule when not the lossless one.", 106),
+    "lossless": ("lossless: the output is distributed exactly as the target's. LOSSY: the rule trades that for "
+                 "speed.", 62),
+    "draft from": ("Where the draft comes from.", 220),
+    "paper": ("The paper or seed it follows.", 174),
+}  # fmt: skip
+SOURCES_ROW_HEIGHT = 66  # px: three lines; Streamlit wraps text only in rows taller than 4rem
+SOURCE_HELP = {h: help for h, (help, _) in SOURCES.items()}
+SOURCE_WIDTHS = {h: width for h, (_, width) in SOURCES.items()}
+
+
+def figures_frame(rows: list[dict], temperature: float) -> pd.DataFrame:
+    """``rows``: specviz.atlas.atlas_rows. One row per method: its figures at ``temperature`` (one of
+    TEMPERATURES) under the FIGURES headers, and the link to its step page."""
+    T = f"{temperature:g}"
+    return pd.DataFrame(
+        [{"method": r["method"], **{h: r[key.format(T=T)] for h, (key, _, _) in FIGURES.items()}, "open": r["open"]}
+         for r in rows],
+        columns=["method", *FIGURES, "open"],
+    )  # fmt: skip
+
+
+def sources_frame(rows: list[dict]) -> pd.DataFrame:
+    """``rows``: specviz.atlas.atlas_rows. One row per method: what it is, in words."""
+    return pd.DataFrame([{h: r[h] for h in SOURCES} for r in rows], columns=list(SOURCES))
 
 
 def layer_sweep_figure(rows: list[dict], n_layer: int) -> go.Figure:

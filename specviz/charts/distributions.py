@@ -9,6 +9,7 @@ from specviz.charts.figure import arrow, bar, figure
 from specviz.record import PositionRecord, RoundRecord
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
+CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]
 
 
 def label(vocab: str, token: int) -> str:
@@ -81,7 +82,9 @@ def bonus_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
 
 
 def candidate_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
-    """One row per drafted token the target checked, in the order it checked them."""
+    """One row per drafted token the target checked, in the order it checked them. No min(1, p/q)
+    column: it is p/q capped at 1, and u < min(1, p/q) exactly when u < p/q (u < 1); without it the
+    table fits beside the text at 1024 px (specviz/charts/verdict.py)."""
     return pd.DataFrame(
         [
             {
@@ -90,11 +93,10 @@ def candidate_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
                 "q(x)": p.q_x,
                 "p(x)": p.p_x,
                 "p/q": p.ratio,
-                "min(1, p/q)": p.accept_prob,
                 "u": p.u,
                 "result": "accepted" if p.accepted else "rejected",
             }  # fmt: skip
             for p in r.positions
         ],
-        columns=["depth", "token", "q(x)", "p(x)", "p/q", "min(1, p/q)", "u", "result"],
+        columns=CANDIDATE_COLUMNS,
     )

@@ -15,6 +15,19 @@ def draft_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
                          "parent": ["root" if p < 0 else f"draft {p + 1}" for p in r.draft_parents]})  # fmt: skip
 
 
+# verify_frame's columns on the step page's phase view, where it sits beside the text in ~300 px at
+# 1024 px (ui/round_view.table: header, width in px); the help spells the short headers out.
+VERIFY_VIEW = {"input": {"width": 64}, "character": {"label": "x", "width": 28},
+               "position id": {"label": "pos", "width": 40}, "its p judges": {"width": 160}}  # fmt: skip
+VERIFY_HELP = {
+    "input": "What goes into the pass at this position: the root (the last character kept), or a draft.",
+    "character": "x, the character that goes in.",
+    "position id": "Its position id: where it sits in the text, which the model's position embedding reads.",
+    "its p judges": "The drafts that the target's distribution p after this input accepts or rejects: its "
+    "children. After the last draft of a path, p gives the bonus if every draft on it is accepted.",
+}
+
+
 def verify_frame(r: RoundRecord, root: int, vocab: str) -> pd.DataFrame:
     """One row per position of the verification pass: what goes in, at which position id, and which
     drafts the target's distribution there judges (the children of that input)."""
@@ -24,8 +37,7 @@ def verify_frame(r: RoundRecord, root: int, vocab: str) -> pd.DataFrame:
     ):
         kids = [i for i, parent in enumerate(r.draft_parents) if parent == node]
         judges = (
-            ", ".join(f"draft {i + 1} ({label(vocab, r.draft_tokens[i])})" for i in kids)
-            or "the bonus, if all is accepted"
+            ", ".join(f"draft {i + 1} ({label(vocab, r.draft_tokens[i])})" for i in kids) or "bonus, if all accepted"
         )
         rows.append({"input": "root" if node < 0 else f"draft {node + 1}", "character": label(vocab, token),
                      "position id": pos, "its p judges": judges})  # fmt: skip

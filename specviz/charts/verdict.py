@@ -12,14 +12,22 @@ from specviz.charts.distributions import candidate_frame
 from specviz.record import RoundRecord
 
 CANDIDATE_HELP = {
-    "depth": "Position in the draft: 1 is the first drafted character.",
+    "depth": "d, the depth: the candidate's position in the draft; 1 is the first drafted character.",
+    "token": "x, the candidate: the drafted character the target checks.",
     "q(x)": "The drafter's probability of the candidate (1 for a fixed guess).",
     "p(x)": "The target's probability of the candidate at this position.",
-    "p/q": "The ratio the accept rule compares with the uniform draw.",
-    "min(1, p/q)": "Probability of accepting the candidate.",
-    "u": "The uniform draw: accept when u < min(1, p/q). None at temperature 0.",
-    "result": "Accepted, or rejected (the round then draws from the residual).",
+    "p/q": "p(x) / q(x). The lossless rule accepts the candidate with probability min(1, p/q): when the "
+    "uniform draw u < p/q.",
+    "u": "The uniform draw: accept when u < min(1, p/q), the same as u < p/q. None at temperature 0.",
+    "result": "✔ accepted, ✘ rejected (the round then draws from the residual).",
 }
+# The candidate table sits beside the text, ~300 px wide at 1024 px with the sidebar open: seven
+# columns fit there with one-letter headers for depth and token (CANDIDATE_HELP spells them out),
+# widths in pixels (3 decimals; p/q up to "99.999"; depth up to K = 16), and the result as a mark.
+RESULT_MARKS = {"accepted": "✔", "rejected": "✘"}
+CANDIDATE_VIEW = {"depth": {"label": "d", "width": 32}, "token": {"label": "x", "width": 28},
+                  "result": {"width": 56, "marks": RESULT_MARKS}, "q(x)": {"width": 44}, "p(x)": {"width": 44},
+                  "p/q": {"width": 52}, "u": {"width": 44}}  # fmt: skip
 TABLES = {"block": (block.block_frame, block.HELP)}  # rule -> (table of the checks, column help)
 TABLES |= {rule: (traversal.checks_frame, traversal.CHECK_HELP) for rule in traversal.RULES}
 
@@ -31,6 +39,12 @@ def checks_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
 def checks_help(r: RoundRecord) -> dict[str, str]:
     """Column name -> a sentence for the table's header tooltips."""
     return TABLES.get(r.verify_notes.get("rule"), (None, CANDIDATE_HELP))[1]
+
+
+def checks_view(r: RoundRecord) -> dict[str, dict]:
+    """Column name -> how to show it where it is not the default: a header ("label"), a width in
+    pixels ("width"), marks shown in place of its values ("marks")."""
+    return {} if r.verify_notes.get("rule") in TABLES else CANDIDATE_VIEW
 
 
 def same_draft(r: RoundRecord) -> dict | None:

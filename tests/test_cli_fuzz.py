@@ -16,11 +16,13 @@ import specviz.cli
 import specviz.distill
 from models.checkpoint import load_checkpoint
 from specviz.cli import main
+from specviz.costs import measure
 from specviz.exactness import run_exactness
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {"run": 0, "exit 0": 0, "exit 2": 0}
 CHECKPOINTS = {}  # loaded once for every case: read-only, and loading is not what is tested here
+CURVES = {}  # the cost curve, measured once (~3 s each time a case asks for adaptive K): tests/test_costs.py tests it
 
 # Hostile values: numbers at and past every edge, text that is not a number, empty, huge.
 ints = st.one_of(st.integers(-5, 40), st.integers(-(2**70), 2**70), st.sampled_from([0, 2**63 - 1, 2**63, 2**64]))
@@ -90,6 +92,9 @@ def test_cli_fuzz(workdir, monkeypatch, capsys, args):
         specviz.cli, "load_checkpoint", lambda n: CHECKPOINTS.get(n) or CHECKPOINTS.setdefault(n, load_checkpoint(n))
     )
     monkeypatch.setattr(specviz.cli, "render_card", lambda: "# card\n")
+    monkeypatch.setattr(
+        specviz.cli, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
+    )
     monkeypatch.setattr(specviz.bench, "run_bench", lambda *a, **k: bench_rows)
     monkeypatch.setattr(specviz.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
     # at most 3 runs of one enumerated token: without --samples the CLI's default is 2,000 runs

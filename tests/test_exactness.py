@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
+from models.gpt import KVCache
 from specviz.charts.exactness import position_chart
 from specviz.drafters import NEURAL_DRAFTERS
 from specviz.engine import Settings
@@ -47,15 +48,19 @@ def test_exact_distribution_equals_the_reference_model_in_float64(tiny64):
     V = tiny64.config.vocab_size
     joint = exact_distribution(tiny64.model, prompt, 0.9)
     with torch.no_grad():
-        first, _ = tiny64.model(torch.tensor([prompt]), torch.arange(len(prompt)))
+        first, past = tiny64.model(torch.tensor([prompt]), torch.arange(len(prompt)))
         p1 = probs_from_logits(first[0, -1], 0.9)  # (V,)
         rows = torch.tensor([prompt + [a] for a in range(V)])  # (V, L+1)
         second, _ = tiny64.model(rows, torch.arange(len(prompt) + 1))
         p2 = probs_from_logits(second[:, -1], 0.9)  # (V, V): after a
-        tails = torch.cartesian_prod(torch.arange(V), torch.arange(V))  # (V^2, 2)
-        third, _ = tiny64.model(torch.cat([torch.tensor(prompt).expand(V * V, -1), tails], 1),
-                                torch.arange(len(prompt) + 2))  # fmt: skip
-        p3 = probs_from_logits(third[:, -1], 0.9).view(V, V, V)  # after a, b
+        # after a, b: the V^2 rows' last two tokens, after the reference's own cache of the prompt
+        batch = KVCache(tuple((k.expand(V, -1, -1, -1), v.expand(V, -1, -1, -1)) for k, v in past.layers))
+        L, p3 = len(prompt), []
+        for a in range(V):
+            tails = torch.stack([torch.full((V,), a), torch.arange(V)], 1)  # (V, 2): a, then every b
+            third, _ = tiny64.model(tails, torch.arange(L, L + 2), batch)
+            p3.append(probs_from_logits(third[:, -1], 0.9))  # (V, V): after a, b
+        p3 = torch.stack(p3)  # (V, V, V)
     want = p1[:, None, None] * p2[:, :, None] * p3
     assert (joint - want).abs().max().item() < 1e-10
     assert torch.allclose(exact_distribution(tiny64.model, prompt, 0.9, 2), p1[:, None] * p2, atol=1e-12, rtol=0)

@@ -10,8 +10,8 @@ baseline and every drafter; a round never spans a window jump (see ``room``).
 Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3M-parameter model
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
 computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
-with the weights pre-transposed for addmm, no nn.Module calls, and a cache preallocated once and
-written in place. A forward writes its keys and values *after* the committed entries, as scratch
+with the weights laid out for its matmuls (specviz/linear.py: each weight read once for all the rows of a
+pass), no nn.Module calls, and a cache preallocated once and written in place. A forward writes its keys and values *after* the committed entries, as scratch
 (``extend`` appends more after it: a draft tree grown one depth per pass); ``keep`` then commits the
 accepted ones (a chain's prefix stays where it is; a tree's path is gathered into place). GPT stays
 the readable reference; nothing here mutates it.
@@ -24,6 +24,7 @@ import torch
 from torch.nn import functional as F
 
 from models.gpt import GPT, PositionError
+from specviz.linear import Linear
 
 
 def window_start(t: int, block_size: int) -> int:
@@ -41,8 +42,8 @@ def room(t: int, block_size: int) -> int:
 
 
 class LeanWeights:
-    """A GPT's weights laid out for addmm: (in, out) matrices, contiguous. Copies, so the shared
-    model is never touched."""
+    """A GPT's weights laid out for the lean pass: its linear layers as specviz.linear.Linear, the rest
+    contiguous. Copies, so the shared model is never touched."""
 
     def __init__(self, model: GPT):
         t = model.transformer
@@ -56,16 +57,15 @@ class LeanWeights:
 
 
 def linear_t(lin) -> torch.Tensor:
-    """An nn.Linear's weight as addmm wants it, a copy: (out, in) -> (in, out), contiguous."""
+    """An nn.Linear's weight (no bias: lm_head) for x @ w, a copy: (out, in) -> (in, out), contiguous."""
     return lin.weight.detach().t().contiguous()
 
 
 def block_weights(b) -> tuple:
     """One GPT Block's weights for ``lean_block``, copied (the target's blocks, and the EAGLE head's)."""
     c = lambda p: p.detach().clone().contiguous()  # noqa: E731
-    return (c(b.ln_1.weight), c(b.ln_1.bias), linear_t(b.attn.c_attn), c(b.attn.c_attn.bias),
-            linear_t(b.attn.c_proj), c(b.attn.c_proj.bias), c(b.ln_2.weight), c(b.ln_2.bias),
-            linear_t(b.mlp.c_fc), c(b.mlp.c_fc.bias), linear_t(b.mlp.c_proj), c(b.mlp.c_proj.bias))  # fmt: skip
+    return (c(b.ln_1.weight), c(b.ln_1.bias), Linear.of(b.attn.c_attn), Linear.of(b.attn.c_proj),
+            c(b.ln_2.weight), c(b.ln_2.bias), Linear.of(b.mlp.c_fc), Linear.of(b.mlp.c_proj))  # fmt: skip
 
 
 def attn_bias(P: int, new: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -102,10 +102,10 @@ def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: i
     K, V (nh, capacity, hs) at entries P..P+T-1, and it attends to entries 0..P+T-1 as ``bias``
     (attn_bias, (T, P+T)) allows; None: causal for a prefill (P = 0), all of them for one token.
     -> (T, C) the residual stream after the block"""
-    ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fc2_w, fc2_b = w
+    ln1_w, ln1_b, c_attn, attn_proj, ln2_w, ln2_b, c_fc, mlp_proj = w
     T, C = x.shape
     hs = C // n_head
-    qkv = torch.addmm(attn_b, F.layer_norm(x, (C,), ln1_w, ln1_b), attn_w)  # (T, 3C)
+    qkv = c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b))  # (T, 3C)
     q, k, v = qkv.view(T, 3, n_head, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
     K[:, P : P + T] = k
     V[:, P : P + T] = v
@@ -119,9 +119,9 @@ def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: i
         else:  # scale * (q @ k^T) + bias in one kernel
             att = torch.baddbmm(bias, q, keys.transpose(1, 2), alpha=scale)  # (nh, T, P+T)
         y = torch.bmm(att.softmax(-1), values)  # (nh, T, hs)
-    x = x + torch.addmm(proj_b, y.transpose(0, 1).reshape(T, C), proj_w)
-    h = F.gelu(torch.addmm(fc_b, F.layer_norm(x, (C,), ln2_w, ln2_b), fc_w))  # (T, 4C)
-    return x + torch.addmm(fc2_b, h, fc2_w)
+    x = x + attn_proj(y.transpose(0, 1).reshape(T, C))
+    h = F.gelu(c_fc(F.layer_norm(x, (C,), ln2_w, ln2_b)))  # (T, 4C)
+    return x + mlp_proj(h)
 
 
 def _versions(params: list) -> tuple:

@@ -42,8 +42,9 @@ import torch
 from torch.nn import functional as F
 
 from models.eagle import EagleHead, load_head
-from specviz.cached_model import CachedModel, attn_bias, block_weights, lean_block, linear_t, window_start
+from specviz.cached_model import CachedModel, attn_bias, block_weights, lean_block, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
+from specviz.linear import Linear
 from specviz.sampling import probs_from_logits
 
 # Per drafted token, in target forward passes (see the docstring for the measurements).
@@ -73,7 +74,7 @@ def rounded(row: torch.Tensor) -> list[float]:
 
 class LeanHead:
     """An EagleHead's weights laid out for the lean pass (specviz/cached_model.py): its block through
-    lean_block, its fc and fuse through addmm (copies, transposed), and the target's frozen wte, ln_f
+    lean_block, its fc and fuse as specviz.linear.Linear (copies), and the target's frozen wte, ln_f
     and lm_head that the head borrows (EagleHead.attach; lm_head transposed once). The head module
     stays the readable reference (tests/test_eagle.py pins the two together). Holds no reference to
     the head itself, so that _LEAN's weak key can go."""
@@ -81,8 +82,8 @@ class LeanHead:
     def __init__(self, head: EagleHead):
         self.config = head.config
         self.block = block_weights(head.h)
-        self.fc = (head.fc.bias.detach().clone(), linear_t(head.fc))  # (C,), (2C, C)
-        self.fuse = (head.fuse.bias.detach().clone(), linear_t(head.fuse)) if head.config.variant == 3 else None
+        self.fc = Linear.of(head.fc)  # (2C,) -> (C,)
+        self.fuse = Linear.of(head.fuse) if head.config.variant == 3 else None  # (F * C,) -> (C,)
         wte, ln_w, ln_b, lm_head = head.frozen  # the target's, frozen (EagleHead.attach)
         self.wte, self.ln_f, self.lm_head_t = wte, (ln_w, ln_b), lm_head.t().contiguous()  # (V, C), (C,) x 2, (C, V)
 
@@ -90,12 +91,12 @@ class LeanHead:
         """g from the target's features (F, T, C): the top one (EAGLE-1) or their fusion. -> (T, C)"""
         if self.fuse is None:
             return feats[-1]
-        return torch.addmm(self.fuse[0], torch.cat(list(feats), dim=-1), self.fuse[1])
+        return self.fuse(torch.cat(list(feats), dim=-1))
 
     def step(self, g: torch.Tensor, tokens: list[int], kv: tuple, at: int, bias=None) -> torch.Tensor:
         """One head pass: entries reading (g (T, C), tokens) written into kv at at..at+T-1, attending
         as lean_block does. -> (T, C) their output states"""
-        x = torch.addmm(self.fc[0], torch.cat([g, self.wte[tokens]], dim=-1), self.fc[1])  # (T, C)
+        x = self.fc(torch.cat([g, self.wte[tokens]], dim=-1))  # (T, C)
         return lean_block(x, self.block, *kv, at, bias, self.config.n_head)
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,115 @@
+"""A linear layer for the few rows of a decoding pass: y = x W^T + b, with each weight read from
+memory once for all the rows (specviz/linear.cpp), not once per row or two.
+
+Why our own kernel? Speculative decoding pays off only if a pass over N tokens costs little more than a
+pass over one. On a 2-core AMD EPYC (Zen 3, AVX2; 1 thread, 2026-11-24) torch.addmm, MKL's gemm, did not
+manage that: the 16 products of the target's 4 layers took 0.79 ms at 1 row, 1.34 ms at 2 and 1.93 ms at
+3 (each weight read again for every row or two: the 12.6 MB of weights do not stay in this VM's cache),
+and the whole pass cost v(2) = 1.26-1.32, v(5) = 1.54-1.65 one-token passes. This kernel reads each
+weight panel once and multiplies every row by it while it is in the cache; the same products took 0.69,
+0.84 and 0.87 ms, and the pass 1.04 at N = 2, 1.34 at 5, 1.53 at 8, in units of a one-token pass that
+itself got 13-18% faster (``python -m specviz bench`` measures the cost curve each run).
+
+What it does not change: the numbers, within float rounding (each row's sums run in order over the
+input; MKL's run in blocks), checked against torch.addmm in tests/test_linear.py and, through the whole
+pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1e-5 in float32).
+
+How it is built: at first use, by the machine's C++ compiler (``$CXX``, else c++, g++ or clang++), with
+-O3 -march=native, into a temporary folder, once per process (~0.2 s); nothing is downloaded or kept.
+Without a compiler, if the build fails, or with SPECVIZ_KERNEL=0, every product goes to torch.addmm:
+slower on such CPUs, the same numbers within rounding. ``backend()`` says which one runs, and the bench
+records it. Past ``ROWS_MAX`` rows (a prefill) MKL's blocked gemm is faster, and it takes over.
+"""
+
+import ctypes
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import torch
+
+SOURCE = Path(__file__).with_suffix(".cpp")
+FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++17", "-shared", "-fPIC")
+ROWS_MAX = 32  # past this, addmm: at 48 rows the two tied, at 64 addmm was 16% faster (the same EPYC)
+VECS, VECTOR_BYTES = 4, 32  # a panel row is 4 vectors of 32 bytes (linear.cpp): 32 floats, 16 doubles
+_SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
+
+
+def compiler() -> str | None:
+    """The C++ compiler to build with: $CXX, else the first of c++, g++, clang++ on PATH."""
+    return os.environ.get("CXX") or next(filter(None, map(shutil.which, ("c++", "g++", "clang++"))), None)
+
+
+@functools.cache
+def _build() -> tuple[ctypes.CDLL | None, str]:
+    """(the kernel's library or None, one line saying what runs). Built once per process."""
+    if os.environ.get("SPECVIZ_KERNEL", "1") == "0":
+        return None, "torch.addmm (SPECVIZ_KERNEL=0)"
+    cxx = compiler()
+    if cxx is None:
+        return None, "torch.addmm (no C++ compiler found)"
+    with tempfile.TemporaryDirectory(prefix="specviz-") as tmp:
+        out = Path(tmp) / "linear.so"
+        try:
+            done = subprocess.run([cxx, *FLAGS, str(SOURCE), "-o", str(out)], capture_output=True, text=True,
+                                  timeout=120)  # fmt: skip
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["no message"])[0][:160]
+                return None, f"torch.addmm (the kernel did not build: {first})"
+            lib = ctypes.CDLL(str(out))  # mapped now: the file can go with the folder
+        except (OSError, subprocess.SubprocessError) as e:
+            return None, f"torch.addmm (the kernel did not build: {e})"
+    for name in _SYMBOLS.values():
+        fn = getattr(lib, name)
+        fn.restype = None
+        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
+                       ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip  # x, N, C, W panels, O, b, y
+    return lib, f"few-rows kernel ({Path(cxx).name} {' '.join(FLAGS[:2])})"
+
+
+def kernel() -> ctypes.CDLL | None:
+    """The built kernel, or None where products go to torch.addmm."""
+    return _build()[0]
+
+
+def backend() -> str:
+    """One line: which implementation runs the lean pass's products, and why."""
+    return _build()[1]
+
+
+class Linear:
+    """An nn.Linear's weight and bias, copied, for the lean pass. Called on x (N, in): the kernel for
+    N <= ROWS_MAX where it is built and the output width fills whole panels, else torch.addmm. No
+    autograd: the lean pass runs under no_grad."""
+
+    __slots__ = ("bias", "weight_t", "panels", "fn", "n_in", "n_out")
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
+        self.bias = bias.detach().clone().contiguous()  # (out,)
+        self.weight_t = weight.detach().t().contiguous()  # (in, out), as addmm wants it
+        self.n_in, self.n_out = self.weight_t.shape
+        lib, dtype = kernel(), self.weight_t.dtype
+        width = VECS * VECTOR_BYTES // self.weight_t.element_size()  # a panel's columns
+        self.fn = getattr(lib, _SYMBOLS[dtype]) if lib is not None and dtype in _SYMBOLS else None
+        self.panels = None  # (out / width, in, width): each panel's rows contiguous
+        if self.fn is not None and self.n_out % width == 0 and self.weight_t.device.type == "cpu":
+            self.panels = self.weight_t.view(self.n_in, -1, width).transpose(0, 1).contiguous()
+        else:
+            self.fn = None
+
+    @classmethod
+    def of(cls, lin: torch.nn.Linear) -> "Linear":
+        return cls(lin.weight, lin.bias)
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, in) -> (N, out)"""
+        N = x.size(0)
+        if self.fn is None or N > ROWS_MAX or x.shape != (N, self.n_in) or x.dtype != self.weight_t.dtype:
+            return torch.addmm(self.bias, x, self.weight_t)  # which also says what is wrong with x, if anything
+        x = x.contiguous()
+        y = torch.empty(N, self.n_out, dtype=x.dtype)
+        self.fn(x.data_ptr(), N, x.size(1), self.panels.data_ptr(), self.n_out, self.bias.data_ptr(), y.data_ptr())
+        return y

@@ -1,0 +1,81 @@
+"""The few-rows kernel (specviz/linear.py) computes what torch.addmm computes, within rounding, at every
+row count a pass sends it and past it; without it, everything goes to addmm, and a failed build says
+why in one line."""
+
+import pytest
+import torch
+
+from specviz import linear
+from specviz.linear import ROWS_MAX, Linear
+
+TOL = {torch.float32: 1e-5, torch.float64: 1e-12}  # outputs are O(1): weights scaled by 1/sqrt(in)
+
+
+def layer(n_in: int, n_out: int, dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    weight = torch.randn(n_out, n_in, generator=g, dtype=dtype) / n_in**0.5  # (out, in), as nn.Linear
+    return weight, torch.randn(n_out, generator=g, dtype=dtype)
+
+
+def addmm(weight, bias, x):
+    return torch.addmm(bias, x, weight.t())
+
+
+@pytest.fixture
+def rebuild(monkeypatch):
+    """Build the kernel again under this test's environment, and again after it."""
+    linear._build.cache_clear()
+    yield monkeypatch
+    monkeypatch.undo()
+    linear._build.cache_clear()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+@pytest.mark.parametrize("shape", [(256, 768), (1024, 256), (37, 64)], ids=["qkv", "mlp_proj", "odd_in"])
+def test_kernel_matches_addmm(dtype, shape):
+    if linear.kernel() is None:
+        pytest.skip(linear.backend())
+    weight, bias = layer(*shape, dtype)
+    lin = Linear(weight, bias)
+    assert lin.fn is not None, "a width of whole panels runs on the kernel"
+    g = torch.Generator().manual_seed(1)
+    for N in [*range(1, 10), 12, 13, ROWS_MAX, ROWS_MAX + 1]:
+        x = torch.randn(N, shape[0], generator=g, dtype=dtype)
+        got, want = lin(x), addmm(weight, bias, x)
+        assert got.shape == want.shape == (N, shape[1])
+        assert float((got - want).abs().max()) < TOL[dtype], N
+
+
+def test_inputs_it_cannot_take_go_to_addmm():
+    weight, bias = layer(64, 65, torch.float32)  # 65 columns: not whole panels
+    lin = Linear(weight, bias)
+    assert lin.fn is None
+    x = torch.randn(3, 64)
+    assert float((lin(x) - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]
+    lin = Linear(*layer(64, 64, torch.float32))
+    with pytest.raises(RuntimeError):  # the wrong width reaches addmm, which says so: never a read past x
+        lin(torch.randn(2, 63))
+    got = lin(torch.randn(2, 64, dtype=torch.float64).float().t().contiguous().t())  # a strided input
+    assert got.shape == (2, 64)
+
+
+def test_switched_off(rebuild):
+    rebuild.setenv("SPECVIZ_KERNEL", "0")
+    assert linear.kernel() is None and linear.backend() == "torch.addmm (SPECVIZ_KERNEL=0)"
+    weight, bias = layer(256, 256, torch.float32)
+    lin = Linear(weight, bias)
+    x = torch.randn(4, 256)
+    assert lin.fn is None and torch.equal(lin(x), addmm(weight, bias, x))
+
+
+def test_a_failed_build_says_why_in_one_line(rebuild, tmp_path):
+    bad = tmp_path / "cxx"
+    bad.write_text("#!/bin/sh\necho 'cxx: error: no such flag' >&2\nexit 1\n")
+    bad.chmod(0o755)
+    rebuild.setenv("CXX", str(bad))
+    assert linear.kernel() is None
+    assert linear.backend() == "torch.addmm (the kernel did not build: cxx: error: no such flag)"
+    rebuild.setenv("CXX", str(tmp_path / "missing"))
+    linear._build.cache_clear()
+    assert linear.kernel() is None and linear.backend().startswith("torch.addmm (the kernel did not build: ")
+    assert "\n" not in linear.backend()

@@ -42,23 +42,28 @@ machine whose CPU the bench did not record then, where a pass over N tokens cost
 1.22 and v(9) = 1.51 one-token passes (the reference curve, `specviz/costs.py`). There the distilled
 chain reached 2.97x at T = 0 and 2.48x at T = 0.8, our baseline 796 tokens/s against transformers' 479
 (1.66x), and 13 of 32 default configurations read below 1.00, 3 of them slower by the sign test. This
-run's AMD EPYC (2 cores, AVX2) runs a pass over a few rows far slower against a one-row pass (v(2)
-1.33-1.45, v(5) 1.63-1.76, v(9) 1.84-1.96 in seven measurements, and v(4) below v(3) in most): MKL's
-kernels for a few rows do several times less work per second than its matrix-vector kernel. So every
-drafter wins less here (the distilled chain at K = 4: 1.96x at T = 0 in this run, against 2.67x there), and
-adaptive K priced with the reference curve drafted where it could not pay (paired with the baseline,
-11 presets, 256 tokens, 2 repeats, T = 0.8: Medusa 0.86x, NASD 0.91x, prompt lookup 0.92x, the trie
-and suffix decoding 0.94x; T = 0: Medusa 0.89x, the trie 0.91x). Adaptive K now prices with the curve
-the bench (and the CLI, and the app) measures first: in the same pairings 0.97-1.01x at T = 0.8, and
-1.01x and 0.99x for Medusa and the trie at T = 0 (prompt lookup 1.19x -> 1.34x; suffix decoding 1.29x
--> 1.20x, the one that lost). Adaptive K also prices a budgeted tree at no more than its budget
-(commit 88969e4): it had priced a deeper K at K x the nodes per level it saw at a shallower one (a
-16-node tree seen over 3 levels priced at 21 nodes for K = 4), and on this CPU the distilled tree at
-T = 0.8 idled most rounds (1.23 tokens per pass, 0.99x in the run of 14:36-15:09, commit 0d19c3c). In
-this run no default configuration is slower than the baseline by the sign test; the 14 below 1.00 are
-ties, and this run's own A/A test read 0.969x. The run before it on this machine (14:36-15:09, commit
-0d19c3c, before the budget fix) measured the distilled chain at 2.34x at T = 0 and 1.98x at T = 0.8,
-with an A/A of 1.024x and 0.977x: between two runs on this shared VM the best drafter moved by 4-12%.
+run's AMD EPYC (2 cores, AVX2) ran a pass over a few rows far slower against a one-row pass while the
+lean pass's products went to torch.addmm (v(2) 1.33-1.45, v(5) 1.63-1.76, v(9) 1.84-1.96 in seven
+measurements): MKL's kernels for a few rows read every weight again for every row or two, and the
+target's 12.6 MB of weights do not stay in this VM's cache. Since commit 212ae2f the products run on a
+kernel of our own (`specviz/linear.py`, built at first use by the machine's C++ compiler; torch.addmm
+without one) that reads each weight once for all the rows of a pass. In this run's curve v(5) is 1.49
+(1.31-1.42 in five other measurements the same evening), and a one-token pass is faster too: the
+baseline made 523 tokens/s at T = 0 here, 436 in the last run with addmm (18:36-19:07, commit 7f8a711),
+and 551 against transformers' 276 (1.99x; 492 against 255 then). In that run the distilled chain
+measured 1.96x at K = 4 and 2.25x with adaptive K at T = 0, 1.75x with adaptive K at T = 0.8; in this
+one 2.19x, 2.15x and 1.96x. Two runs on this shared VM before the kernel (14:36-15:09 and 18:36-19:07)
+put the best drafter 4-12% apart, so a single run's change of a few percent is within that. Past about
+5 rows the products are bound by the multiply-adds one core of this VM does (a loop of independent
+8-wide FMAs ran at 31-42 GFLOP/s), so v still grows by about 0.1 a row, and a chain at K = 4 keeps at
+most about 1 / v(5) of its ideal. Adaptive K prices drafts with the curve the bench (and the CLI, and
+the app) measures first; priced with the reference curve it had drafted where it could not pay
+(paired with the baseline, 11 presets, 256 tokens, 2 repeats, T = 0.8: Medusa 0.86x, NASD 0.91x,
+prompt lookup 0.92x). Adaptive K also prices a budgeted tree at no more than its budget (commit
+88969e4). Medusa with adaptive K at T = 0 is slower than the baseline in this run (0.913x), and was
+again in a check after it (0.913x, 11 presets, 256 tokens, 2 repeats; 0.944x at K = 4): its drafts
+gain too little for what their passes cost (1.30 tokens per pass at a mean verify cost of 1.27 here);
+the run before the kernel read 0.965x, a tie. Not fixed yet.
 The figures below about idle drafters and v come from the earlier machine.
 Why default configurations lost there, by 0.2-1%. A drafter that adaptive K idles either never
 drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,
@@ -133,7 +138,7 @@ def section(rows: list[dict], when: str) -> str:
     return f"""{HEADING}
 
 How much faster is speculative decoding here, really? Measured with one command on this project's
-machine ({main[0].get("cpu") or "CPU not recorded"}, 2 shared cores, torch 2.13.0+cpu, {main[0]["threads"]} thread,
+machine ({main[0].get("cpu") or "CPU not recorded"}, 2 shared cores, {main[0]["version"]}, {main[0]["threads"]} thread,
 5-minute load average {main[0]["load_average"]} at the end of the run), in {when}. Adaptive K priced
 verify passes with the curve the bench measured first ({costs}).
 The figures are this CPU's: how much a pass over several tokens costs, against one over a single

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 SOURCE = Path(__file__).with_suffix(".cpp")
-FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-std=c++17", "-shared", "-fPIC")
+FLAGS = ("-O3", "-ffp-contract=fast", "-std=c++17", "-shared", "-fPIC")
 ROWS_MAX = 32  # past this, addmm: at 48 rows the two tied, at 64 addmm was 16% faster (the same EPYC)
 VECS, VECTOR_BYTES = 4, 32  # a panel row is 4 vectors of 32 bytes (linear.cpp): 32 floats, 16 doubles
 _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
@@ -45,29 +45,36 @@ def compiler() -> str | None:
 
 @functools.cache
 def _build() -> tuple[ctypes.CDLL | None, str]:
-    """(the kernel's library or None, one line saying what runs). Built once per process."""
+    """(the kernel's library or None, one line saying what runs). Built once per process: for this
+    CPU (-march=native), else, where the compiler lacks that flag, for any CPU of its kind."""
     if os.environ.get("SPECVIZ_KERNEL", "1") == "0":
         return None, "torch.addmm (SPECVIZ_KERNEL=0)"
     cxx = compiler()
     if cxx is None:
         return None, "torch.addmm (no C++ compiler found)"
-    with tempfile.TemporaryDirectory(prefix="specviz-") as tmp:
-        out = Path(tmp) / "linear.so"
-        try:
-            done = subprocess.run([cxx, *FLAGS, str(SOURCE), "-o", str(out)], capture_output=True, text=True,
-                                  timeout=120)  # fmt: skip
-            if done.returncode != 0:
-                first = (done.stderr.strip().splitlines() or ["no message"])[0][:160]
-                return None, f"torch.addmm (the kernel did not build: {first})"
-            lib = ctypes.CDLL(str(out))  # mapped now: the file can go with the folder
-        except (OSError, subprocess.SubprocessError) as e:
-            return None, f"torch.addmm (the kernel did not build: {e})"
+    why = "no message"
+    for tuning in (("-march=native",), ()):
+        with tempfile.TemporaryDirectory(prefix="specviz-") as tmp:
+            out = Path(tmp) / "linear.so"
+            try:
+                done = subprocess.run([cxx, *FLAGS, *tuning, str(SOURCE), "-o", str(out)], capture_output=True,
+                                      text=True, timeout=120)  # fmt: skip
+                if done.returncode == 0:
+                    lib = ctypes.CDLL(str(out))  # mapped now: the file can go with the folder
+                    return _declare(lib), f"few-rows kernel ({Path(cxx).name} {' '.join((FLAGS[0], *tuning))})"
+                why = (done.stderr.strip().splitlines() or ["no message"])[0][:160]
+            except (OSError, subprocess.SubprocessError) as e:
+                why = str(e)[:160]
+    return None, f"torch.addmm (the kernel did not build: {why})"
+
+
+def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
     for name in _SYMBOLS.values():
         fn = getattr(lib, name)
         fn.restype = None
         fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
                        ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip  # x, N, C, W panels, O, b, y
-    return lib, f"few-rows kernel ({Path(cxx).name} {' '.join(FLAGS[:2])})"
+    return lib
 
 
 def kernel() -> ctypes.CDLL | None:
@@ -107,7 +114,13 @@ class Linear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """(N, in) -> (N, out)"""
         N = x.size(0)
-        if self.fn is None or N > ROWS_MAX or x.shape != (N, self.n_in) or x.dtype != self.weight_t.dtype:
+        if (
+            self.fn is None
+            or N > ROWS_MAX
+            or x.shape != (N, self.n_in)
+            or x.dtype != self.weight_t.dtype
+            or not x.is_cpu
+        ):
             return torch.addmm(self.bias, x, self.weight_t)  # which also says what is wrong with x, if anything
         x = x.contiguous()
         y = torch.empty(N, self.n_out, dtype=x.dtype)

@@ -79,3 +79,19 @@ def test_a_failed_build_says_why_in_one_line(rebuild, tmp_path):
     linear._build.cache_clear()
     assert linear.kernel() is None and linear.backend().startswith("torch.addmm (the kernel did not build: ")
     assert "\n" not in linear.backend()
+
+
+def test_without_march_native_it_builds_for_any_cpu(rebuild, tmp_path):
+    real = linear.compiler()
+    if real is None:
+        pytest.skip("no C++ compiler")
+    cxx = tmp_path / "cxx"  # a compiler that does not know -march=native (older Apple clang on arm64)
+    cxx.write_text(
+        f'#!/bin/sh\ncase "$*" in *-march=native*) echo "unknown flag" >&2; exit 1;; esac\nexec {real} "$@"\n'
+    )
+    cxx.chmod(0o755)
+    rebuild.setenv("CXX", str(cxx))
+    assert linear.kernel() is not None and linear.backend() == "few-rows kernel (cxx -O3)"
+    weight, bias = layer(256, 768, torch.float32)
+    x = torch.randn(5, 256)
+    assert float((Linear(weight, bias)(x) - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]

@@ -1,11 +1,16 @@
 // y (N, O) = x (N, C) @ W (C, O) + b for the few rows N of a decoding pass. Built and loaded by
 // specviz/linear.py, which says why it exists and what it measured.
 //
-// W is packed in panels of PW columns, (O / PW, C, PW), each panel contiguous, so the weights stream
-// from memory in order (the prefetcher follows) and each panel is read from memory once for all N
-// rows: up to 3 rows at a time are multiplied by one panel row while it is in registers, and the
-// next 3 rows find the panel in the L1 or L2 cache. MKL's small-M gemm instead reads W once per
-// row or two, and a one-row pass here is bound by reading the weights.
+// W is packed in panels of PW columns (2 vectors: 16 floats, 8 doubles), (O / PW, C, PW), each panel
+// contiguous, so the weights stream from memory in order (the prefetcher follows). Up to 6 rows, one
+// sweep over the panels multiplies every row by each panel row while it is in registers: each weight
+// is read from memory once per pass. More rows go panel by panel, in tiles of at most 6 rows, the
+// panel in the L1 or L2 cache after the first tile.
+//
+// A tile is R rows times J vectors of columns: R * J accumulators (12 at most, within AVX2's 16
+// registers), enough independent FMAs to hide their latency. Every row's sums run over c in order,
+// from zero, whatever tile it falls in: a row's result does not depend on how many rows share its
+// pass, so a verify pass and a one-token pass give the same logits for the same context.
 //
 // Plain C++ with GCC/Clang vector extensions (no intrinsics): -O3 -march=native turns the loops into
 // the machine's widest FMA instructions, AVX2 or NEON alike.
@@ -19,7 +24,7 @@ struct Vec<float> { typedef float V __attribute__((vector_size(32))); };
 template <>
 struct Vec<double> { typedef double V __attribute__((vector_size(32))); };
 
-enum { VECS = 4 };  // vectors per panel row: PW = VECS * lanes (32 floats, 16 doubles)
+enum { PV = 2, ROWS = 6 };  // vectors per panel row; rows per tile at most
 
 template <typename V, typename T>
 static inline V load(const T *p) {
@@ -28,40 +33,88 @@ static inline V load(const T *p) {
     return v;
 }
 
-// R rows times one panel: R * VECS accumulators (12 at most, within AVX2's 16 registers), enough
-// independent FMAs to hide their latency. Each row's sums run over c in order.
-template <typename T, int R>
+// Keep a loaded vector in a register. Without this GCC folds the load into each FMA that uses it (a
+// memory operand), and with 4 rows that loads each weight 4 times: load-bound, 45 GFLOP/s where
+// loading it once ran at 70-90 (Zen 3, one panel in cache).
+template <typename V>
+static inline V in_register(V v) {
+#if defined(__x86_64__) && defined(__AVX__)
+    __asm__("" : "+x"(v));
+#endif
+    return v;
+}
+
+// R rows times G adjacent panels (J = G * PV vectors). x: (R, C) rows C apart; panel: the first of
+// the G panels; y: (R, O), the tile's first column.
+template <typename T, int R, int G>
 static void tile(const T *x, size_t C, const T *panel, const T *b, T *y, size_t O) {
     typedef typename Vec<T>::V V;
-    const int L = sizeof(V) / sizeof(T);
-    V acc[R][VECS];
+    const int L = sizeof(V) / sizeof(T), J = G * PV, PW = PV * L;
+    V acc[R][J];
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < VECS; j++) acc[i][j] = V{};
+        for (int j = 0; j < J; j++) acc[i][j] = V{};
     for (size_t c = 0; c < C; c++) {
-        V w[VECS];  // one panel row, (PW,)
-        for (int j = 0; j < VECS; j++) w[j] = load<V>(panel + (c * VECS + j) * L);
-        for (int i = 0; i < R; i++) {
-            const T xv = x[i * C + c];
-            for (int j = 0; j < VECS; j++) acc[i][j] += w[j] * xv;
+        if (R < ROWS) {  // one weight vector at a time, times every row's x (R registers)
+            for (int j = 0; j < J; j++) {
+                const V w = in_register(load<V>(panel + (j / PV) * C * PW + c * PW + (j % PV) * L));
+                for (int i = 0; i < R; i++) acc[i][j] += w * x[i * C + c];
+            }
+        } else {  // 6 rows: the panel row in J registers, one row's x at a time (12 + J + 1 <= 16)
+            V w[J];
+            for (int j = 0; j < J; j++) w[j] = in_register(load<V>(panel + (j / PV) * C * PW + c * PW + (j % PV) * L));
+            for (int i = 0; i < R; i++) {
+                const T xv = x[i * C + c];
+                for (int j = 0; j < J; j++) acc[i][j] += w[j] * xv;
+            }
         }
     }
     for (int i = 0; i < R; i++)
-        for (int j = 0; j < VECS; j++) {
+        for (int j = 0; j < J; j++) {
             V out = acc[i][j] + load<V>(b + j * L);
             memcpy(y + i * O + j * L, &out, sizeof out);
         }
 }
 
+// R <= 6 rows in one sweep over the panels, G at a time (the last few one at a time).
+template <typename T, int R, int G>
+static void sweep(const T *x, size_t C, const T *W, size_t O, const T *b, T *y) {
+    const size_t PW = PV * sizeof(typename Vec<T>::V) / sizeof(T);
+    size_t o = 0;
+    for (; o + G * PW <= O; o += G * PW) tile<T, R, G>(x, C, W + o * C, b + o, y + o, O);
+    for (; o < O; o += PW) tile<T, R, 1>(x, C, W + o * C, b + o, y + o, O);
+}
+
+// n rows (1..6) of one panel.
+template <typename T>
+static void panel_rows(size_t n, const T *x, size_t C, const T *panel, const T *b, T *y, size_t O) {
+    switch (n) {
+        case 1: return tile<T, 1, 1>(x, C, panel, b, y, O);
+        case 2: return tile<T, 2, 1>(x, C, panel, b, y, O);
+        case 3: return tile<T, 3, 1>(x, C, panel, b, y, O);
+        case 4: return tile<T, 4, 1>(x, C, panel, b, y, O);
+        case 5: return tile<T, 5, 1>(x, C, panel, b, y, O);
+        default: return tile<T, 6, 1>(x, C, panel, b, y, O);
+    }
+}
+
 template <typename T>
 static void rows(const T *x, size_t N, size_t C, const T *W, size_t O, const T *b, T *y) {
-    const size_t PW = VECS * sizeof(typename Vec<T>::V) / sizeof(T);
-    for (size_t o = 0; o < O; o += PW) {  // panel by panel: each is read from memory once
-        const T *panel = W + o * C;
-        size_t n = 0;
-        for (; N - n >= 3 && N - n != 4; n += 3) tile<T, 3>(x + n * C, C, panel, b + o, y + n * O + o, O);
-        for (; N - n >= 2; n += 2) tile<T, 2>(x + n * C, C, panel, b + o, y + n * O + o, O);
-        if (N - n == 1) tile<T, 1>(x + n * C, C, panel, b + o, y + n * O + o, O);
+    switch (N) {  // fewer rows, more panels at once: 8 to 12 accumulators (measured best on Zen 3)
+        case 1: return sweep<T, 1, 4>(x, C, W, O, b, y);
+        case 2: return sweep<T, 2, 3>(x, C, W, O, b, y);
+        case 3: return sweep<T, 3, 2>(x, C, W, O, b, y);
+        case 4: return sweep<T, 4, 1>(x, C, W, O, b, y);
+        case 5: return sweep<T, 5, 1>(x, C, W, O, b, y);
+        case 6: return sweep<T, 6, 1>(x, C, W, O, b, y);
     }
+    const size_t PW = PV * sizeof(typename Vec<T>::V) / sizeof(T);
+    const size_t tiles = (N + ROWS - 1) / ROWS;  // tiles as even as they can be: 9 rows as 5 + 4, not 6 + 3
+    for (size_t o = 0; o < O; o += PW)
+        for (size_t t = 0, n = 0; t < tiles; t++) {
+            const size_t r = (N - n) / (tiles - t);
+            panel_rows<T>(r, x + n * C, C, W + o * C, b + o, y + n * O + o, O);
+            n += r;
+        }
 }
 
 extern "C" void linear_rows_f32(const float *x, size_t N, size_t C, const float *W, size_t O, const float *b,

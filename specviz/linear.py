@@ -10,9 +10,16 @@ weight panel once and multiplies every row by it while it is in the cache; the s
 0.84 and 0.87 ms, and the pass 1.04 at N = 2, 1.34 at 5, 1.53 at 8, in units of a one-token pass that
 itself got 13-18% faster (``python -m specviz bench`` measures the cost curve each run).
 
+The second version (panels of 16 columns, tiles of up to 6 rows, each weight vector held in a register
+for all of a tile's rows) made the products faster again at every N > 1; in the whole pass, old kernel
+against new in one process (1 thread, 60 interleaved repeats, 2026-11-24): 0.93x the time at 2-4 rows,
+0.95x at 9, 0.91x at 17, the same at 1.
+
 What it does not change: the numbers, within float rounding (each row's sums run in order over the
 input; MKL's run in blocks), checked against torch.addmm in tests/test_linear.py and, through the whole
-pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1e-5 in float32).
+pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1e-5 in float32). And a
+row's output does not depend on the rows beside it, bit for bit (tests/test_linear.py): a verify pass
+rounds exactly as the one-token passes of plain decoding do.
 
 How it is built: at first use, by the machine's C++ compiler (``$CXX``, else c++, g++ or clang++), with
 -O3 -march=native, into a temporary folder, once per process (~0.2 s); nothing is downloaded or kept.
@@ -34,7 +41,7 @@ import torch
 SOURCE = Path(__file__).with_suffix(".cpp")
 FLAGS = ("-O3", "-ffp-contract=fast", "-std=c++17", "-shared", "-fPIC")
 ROWS_MAX = 32  # past this, addmm: at 48 rows the two tied, at 64 addmm was 16% faster (the same EPYC)
-VECS, VECTOR_BYTES = 4, 32  # a panel row is 4 vectors of 32 bytes (linear.cpp): 32 floats, 16 doubles
+VECS, VECTOR_BYTES = 2, 32  # a panel row is 2 vectors of 32 bytes (linear.cpp): 16 floats, 8 doubles
 _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
 
 

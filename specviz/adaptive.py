@@ -12,7 +12,8 @@ chain's first rejection ends its trials; a tree level is a success if any child 
 and trials decay by ``DECAY`` per round, so the estimate follows the text, and a Beta prior keeps
 the first rounds sensible.
 
-Cost, in target forward passes: drafting K levels costs K * n * c (n drafted tokens per level,
+Cost, in target forward passes: drafting K levels costs K * l + K * n * c (l per level, for a drafter
+that runs something once a level whatever its width, Medusa's heads; n drafted tokens per level,
 measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; K * n at
 most a budgeted tree's budget, Drafter.max_nodes; c the drafter's cost per token), and verifying
 N = 1 + K * n + e tokens costs v(N), what one round whose target pass covers N tokens costs on this
@@ -123,38 +124,39 @@ class Choice:
 
 
 def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0, curve: CostCurve = REFERENCE,
-               max_nodes: int = 0) -> float:  # fmt: skip
+               max_nodes: int = 0, level_cost: float = 0.0) -> float:  # fmt: skip
     # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
     # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
     # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
     # Drafted tokens: more than k for a tree (a window's pass has a mask too), and never more than a
     # budgeted tree's budget (max_nodes; 0: none), whatever its width at the depth it was seen at.
     n = k * per_level if not max_nodes else min(k * per_level, max_nodes)
-    return 1.0 if k == 0 else n * draft_cost + curve.v(1 + round(n) + extra, tree=round(n) > k or extra > 0)
+    drafting = k * level_cost + n * draft_cost
+    return 1.0 if k == 0 else drafting + curve.v(1 + round(n) + extra, tree=round(n) > k or extra > 0)
 
 
 @lru_cache(maxsize=256)
 def round_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0, curve: CostCurve = REFERENCE,
-                max_nodes: int = 0) -> tuple[float, ...]:  # fmt: skip
+                max_nodes: int = 0, level_cost: float = 0.0) -> tuple[float, ...]:  # fmt: skip
     """round_cost for K = 0 .. k_max. Cached: a chain's are the same every round, and working them out
     again cost adaptive K ~10 us of each round it re-chose in (after each draft or shadow)."""
-    return tuple(round_cost(k, per_level, draft_cost, extra, curve, max_nodes) for k in range(k_max + 1))
+    return tuple(round_cost(k, per_level, draft_cost, extra, curve, max_nodes, level_cost) for k in range(k_max + 1))
 
 
 @lru_cache(maxsize=256)
 def least_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0, curve: CostCurve = REFERENCE,
-                max_nodes: int = 0) -> tuple[float, ...]:  # fmt: skip
+                max_nodes: int = 0, level_cost: float = 0.0) -> tuple[float, ...]:  # fmt: skip
     """The least round_cost from each K to k_max: what bounds every deeper K's rate (best_k)."""
-    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes)
+    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     return tuple(min(costs[k:]) for k in range(k_max + 1))
 
 
 def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-          curve: CostCurve = REFERENCE, max_nodes: int = 0) -> list[float]:  # fmt: skip
+          curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0) -> list[float]:  # fmt: skip
     """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). Every K is
     weighed: v need not rise smoothly (the reference machine's steps up at 9 rows; another's dips at
     4), so E(K)/cost(K) can fall and rise again."""
-    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes)
+    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     out, e, power = [1.0], 1.0, 1.0
     for k in range(1, k_max + 1):
         power *= alpha
@@ -164,12 +166,12 @@ def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: 
 
 
 def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-           curve: CostCurve = REFERENCE, max_nodes: int = 0) -> int:  # fmt: skip
+           curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0) -> int:  # fmt: skip
     """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of MIN_GAIN. It runs every
     round that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays
     below 1 / (1 - alpha), and no K from here on costs less than least_costs says."""
-    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes)
-    least = least_costs(per_level, draft_cost, k_max, extra, curve, max_nodes)
+    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
+    least = least_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     bound = math.inf if alpha >= 1.0 else 1.0 / (1.0 - alpha)
     best, best_rate, e, power = 0, 1.0, 1.0, 1.0
     for k in range(1, k_max + 1):
@@ -184,16 +186,18 @@ def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra:
 
 class AdaptiveK:
     def __init__(self, k_max: int, draft_cost: float, call_cost: float = 0.0, extra: int = 0,
-                 nodes_per_level: float = 1.0, curve: CostCurve = REFERENCE, max_nodes: int = 0):  # fmt: skip
+                 nodes_per_level: float = 1.0, curve: CostCurve = REFERENCE, max_nodes: int = 0,
+                 level_cost: float = 0.0):  # fmt: skip
         """``draft_cost``: per drafted token; ``call_cost``: per draft call, whatever its size (both in
         target forward passes); ``extra``: tokens a drafting round adds to the verify pass;
         ``nodes_per_level``: drafted tokens per level assumed until a draft is seen. The drafter's own
         figures: Drafter.draft_cost, call_cost, verify_extra, nodes_per_level (and max_depth caps k_max).
         ``curve``: what a verify pass costs on this machine (specviz/costs.py); ``max_nodes``: the most
-        tokens a draft can hold (a budgeted tree's budget, Drafter.max_nodes; 0: no cap)."""
+        tokens a draft can hold (a budgeted tree's budget, Drafter.max_nodes; 0: no cap); ``level_cost``: per
+        depth level drafted, whatever its width (Drafter.level_cost)."""
         self.k_max, self.curve, self.max_nodes = k_max, curve, max_nodes
-        self.c, self.extra, self.nodes_per_level = draft_cost, extra, nodes_per_level
-        shadow = SHADOW_SCORE + call_cost + draft_cost  # one shadow draft, scored, in target forward passes
+        self.c, self.extra, self.nodes_per_level, self.level_cost = draft_cost, extra, nodes_per_level, level_cost
+        shadow = SHADOW_SCORE + call_cost + level_cost + draft_cost  # one shadow draft, scored, in target forwards
         self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
@@ -231,10 +235,11 @@ class AdaptiveK:
         """The choice from what was learnt so far, among K = 0 .. k_max; K = 0 for a drafter too costly
         to shadow that has learnt nothing (it never will: see the module docstring)."""
         alpha, n, c, e = self.alpha, self.per_level, self.c, self.extra
-        costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes)
+        costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, self.level_cost)
         if c > SHADOW_COST and not self.trials:
             return Choice(0, alpha, n, c, k_max, e, costs)
-        return Choice(best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes), alpha, n, c, k_max, e, costs)
+        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, self.level_cost)
+        return Choice(k, alpha, n, c, k_max, e, costs)
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,
@@ -251,7 +256,7 @@ class AdaptiveK:
         round that drafts (or a shadow) changes what was learnt, and a smaller limit only drops
         candidates (the rates up to it are a prefix of the same list), so K = 0 wins every later
         round too: the engine may stop keeping the drafter ready (its features, its updates)."""
-        if max(rates(1.0, 1.0, self.c, self.k_max, self.extra, self.curve, self.max_nodes)) < MIN_GAIN:
+        if max(rates(1.0, 1.0, self.c, self.k_max, self.extra, self.curve, self.max_nodes, self.level_cost)) < MIN_GAIN:
             return True
         return self.c > SHADOW_COST and self._best(self.k_max).k == 0
 

@@ -185,7 +185,7 @@ class Generation:
         if settings.k_auto:  # no deeper than the drafter can draft: E(K) would count levels it never sends
             k_max = min(settings.k, d.max_depth or settings.k)
             self.adaptive = AdaptiveK(k_max, d.draft_cost, d.call_cost, d.verify_extra, d.nodes_per_level, costs,
-                                      d.max_nodes)  # fmt: skip
+                                      d.max_nodes, d.level_cost)  # fmt: skip
         # A drafter adaptive K will never consult costs nothing beyond plain decoding: no features
         # captured for a draft head (EAGLE, Medusa), no updates. Decided before the first forward.
         self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()

@@ -290,3 +290,20 @@ def test_the_engine_prices_a_tree_drafter_at_its_budget(target, drafter, knob):
     gen = Generation(target, [1, 2, 3], Settings(drafter=drafter, k=12, k_auto=True, **{knob: 9}))
     assert gen.adaptive.max_nodes == 9
     assert Generation(target, [1, 2, 3], Settings(drafter="trigram", k=12, k_auto=True)).adaptive.max_nodes == 0
+
+
+def test_a_cost_per_level_is_charged_once_a_level_whatever_its_width():
+    """Medusa runs one head a level: K levels of 3 nodes cost K x level_cost + 3K x c, and a drafter
+    that says so drafts less deep than one that costs nothing a level; the engine passes it on."""
+    assert round_cost(2, 3.0, 0.005, level_cost=0.1) == pytest.approx(2 * 0.1 + 6 * 0.005 + REFERENCE.v(7, tree=True))
+    assert round_cost(0, 3.0, 0.005, level_cost=0.1) == 1.0  # an idle round runs no head
+    free, per_level = AdaptiveK(12, 0.005), AdaptiveK(12, 0.005, level_cost=0.1)
+    for a in (free, per_level):
+        a.successes, a.trials = 7.0, 10.0  # alpha 0.67
+    assert 0 < per_level.choose(12).k < free.choose(12).k
+    assert max(rates(1.0, 1.0, 0.0, 12, level_cost=0.5)) < max(rates(1.0, 1.0, 0.0, 12))
+
+
+def test_the_engine_prices_medusa_per_level(target):
+    gen = Generation(target, [1, 2, 3], Settings(drafter="medusa", k=12, k_auto=True))
+    assert gen.adaptive.level_cost == gen.drafter.level_cost > 0

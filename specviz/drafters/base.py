@@ -107,6 +107,9 @@ class Drafter:
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive.py).
     # Table look-ups cost ~0.02 on this project's CPU; a neural draft's forward pass costs more.
     draft_cost = 0.02
+    # Time per depth level drafted, whatever the level's width, in target forward passes: a drafter that runs
+    # something once a level (Medusa: one head a level). Adaptive K adds K times this to a round's cost.
+    level_cost = 0.0
     # Time of one draft call beyond draft_cost per token, in target forward passes (an index rebuilt per
     # call, say). Adaptive K's idle rounds consult a costly-to-call drafter more rarely.
     call_cost = 0.0

@@ -35,23 +35,25 @@ class MedusaDrafter(Drafter):
     name = "medusa"
     deterministic = True
     stateful = True  # bound to one generation's target cache
-    # Per drafted token, in target forward units (adaptive K). The heads run once per round (all H
-    # on one feature vector) and the tree is a heap walk: measured at 0.18 (4 nodes) to 0.20 (16
-    # nodes) of a one-token target forward per round on this CPU (1 thread, process time), so a
-    # round costs ~ROUND_COST whatever its size, spread here over the node budget.
-    ROUND_COST = 0.2
-    draft_cost = ROUND_COST / 16
+    # In target forward units (adaptive K): a round runs heads 1..K on one feature vector, then walks the
+    # tree (a heap) and writes its notes. Measured per draft call in real rounds against the baseline's
+    # pass (6 presets, 128 tokens, T = 0, 1 thread, 2026-11-24, after the second kernel): K = 1 (3 nodes)
+    # 0.19, K = 2 (12 nodes) 0.25, K = 3 (16) 0.32, K = 4 (16) 0.45. Priced before as 0.2 a round spread
+    # over the 16-node budget (0.0125 a node), a K = 1 round cost 0.04 on paper against 0.19 measured, and
+    # adaptive K drafted where it did not pay (0.91x at T = 0 in the bench of 2026-11-24 19:54).
+    level_cost = 0.1
+    draft_cost = 0.005
     # A call runs heads 1..K, a one-level shadow draft head 1 alone: in adaptive K's idle rounds its draft
     # call measured a median 203 us (all four heads: 337 us) against a ~1210 us round (11 presets, T = 0.8,
-    # 1 thread, 2026-11-24), so adaptive K shadows it every ceil((0.03 + 0.2 + 0.0125) / 0.01) = 25th idle round.
-    call_cost = 0.2
+    # 1 thread, 2026-11-24), 0.17: one level (level_cost) and 0.07 more, whatever K. So adaptive K shadows it
+    # every ceil((0.03 + 0.1 + 0.1 + 0.005) / 0.01) = 24th idle round.
+    call_cost = 0.1
 
     def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):
             raise ValueError("the Medusa heads were made for a model of another width or vocabulary")
         self.target, self.heads, self.nodes, self.top_k = target, heads, nodes, top_k
         self.max_nodes = nodes
-        self.draft_cost = self.ROUND_COST / nodes
         target.capture((heads.config.feature_layer,))  # before the first pass: every entry gets its feature
 
     @torch.no_grad()

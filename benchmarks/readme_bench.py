@@ -47,23 +47,32 @@ lean pass's products went to torch.addmm (v(2) 1.33-1.45, v(5) 1.63-1.76, v(9) 1
 measurements): MKL's kernels for a few rows read every weight again for every row or two, and the
 target's 12.6 MB of weights do not stay in this VM's cache. Since commit 212ae2f the products run on a
 kernel of our own (`specviz/linear.py`, built at first use by the machine's C++ compiler; torch.addmm
-without one) that reads each weight once for all the rows of a pass. In this run's curve v(5) is 1.49
-(1.31-1.42 in five other measurements the same evening), and a one-token pass is faster too: the
-baseline made 523 tokens/s at T = 0 here, 436 in the last run with addmm (18:36-19:07, commit 7f8a711),
-and 551 against transformers' 276 (1.99x; 492 against 255 then). In that run the distilled chain
-measured 1.96x at K = 4 and 2.25x with adaptive K at T = 0, 1.75x with adaptive K at T = 0.8; in this
-one 2.19x, 2.15x and 1.96x. Two runs on this shared VM before the kernel (14:36-15:09 and 18:36-19:07)
-put the best drafter 4-12% apart, so a single run's change of a few percent is within that. Past about
-5 rows the products are bound by the multiply-adds one core of this VM does (a loop of independent
-8-wide FMAs ran at 31-42 GFLOP/s), so v still grows by about 0.1 a row, and a chain at K = 4 keeps at
-most about 1 / v(5) of its ideal. Adaptive K prices drafts with the curve the bench (and the CLI, and
-the app) measures first; priced with the reference curve it had drafted where it could not pay
-(paired with the baseline, 11 presets, 256 tokens, 2 repeats, T = 0.8: Medusa 0.86x, NASD 0.91x,
-prompt lookup 0.92x). Adaptive K also prices a budgeted tree at no more than its budget (commit
-88969e4). Medusa with adaptive K at T = 0 is slower than the baseline in this run (0.913x), and was
-again in a check after it (0.913x, 11 presets, 256 tokens, 2 repeats; 0.944x at K = 4): its drafts
-gain too little for what their passes cost (1.30 tokens per pass at a mean verify cost of 1.27 here);
-the run before the kernel read 0.965x, a tie. Not fixed yet.
+without one) that reads each weight once for all the rows of a pass, and since f8daeac on its second
+version: panels of 16 columns, tiles of up to 6 rows, each weight vector loaded once into a register
+(GCC had folded the load into every multiply-add, so a 4-row tile loaded each weight four times and ran
+at 45 GFLOP/s in cache against 72-92 now). Paired in one process, the whole pass took 0.91-0.95 of the
+first version's time at 2-17 rows and the same at 1. This run's curve: v(5) 1.36 and v(9) 1.66, against
+1.49 and 1.80 in the run before (19:54-20:20, commit 212ae2f). Against that run: the distilled chain at
+T = 0 2.19x -> 2.23x at K = 4 and 2.15x -> 2.32x with adaptive K; at T = 0.8 1.84x -> 1.81x at K = 4 and
+1.96x -> 1.78x with adaptive K; the baseline 523 -> 511 tokens/s, and against transformers 551 vs 276
+(1.99x) -> 529 vs 242 (2.18x). Earlier runs on this shared VM put the same drafter 4-12% apart from one
+run to the next, so only the T = 0 gain, seen at both K, is more than that. An earlier version of this
+text said one core here does 31-42 GFLOP/s of 8-wide multiply-adds; that loop kept its accumulators in
+memory. Measured with them in registers (12 independent chains), one core does about 100 GFLOP/s, and
+the kernel's products now add about 60 us a row to a pass, the rest of the pass (attention, GELU,
+softmax, layer norms) about 40 us a row, against a one-token pass of about 1.3-1.6 ms, most of which does not
+grow with the rows (per-op costs of Python and torch). In rounds a verify pass also costs more than in the
+curve's back-to-back passes: a 9-token pass of the distilled chain at K = 8 cost 1.80 one-token passes of
+the baseline's rounds, 1.68 back to back (same process, 11 presets x 2, T = 0). So at T = 0 adaptive K
+stops near 2.3x here: the distilled chain's 4.78 tokens a pass at K up to 12 pay a mean verify cost of
+1.91. Medusa with adaptive K had drafted where it did not pay (0.913x, slower by the sign test, in the run
+before): its drafts were priced at 0.0125 of a pass a node, 0.04 for a one-level tree, where a draft call
+measured 0.19 of a pass at K = 1 and 0.45 at K = 4 (the heads run once a level). Adaptive K now prices a
+cost per level (`Drafter.level_cost`; Medusa 0.1 a level and 0.005 a node, commit 24edde5): in this run
+Medusa drafted in few rounds (1.09 tokens a pass at T = 0) and read 0.951x, a tie by the sign test
+(p = 0.08), and no default configuration is slower by it. 16 of 32 read below 1.00, 11 of them drafters
+that never drafted in the run (1.00 tokens a pass), between 0.922x and 0.999x: their rounds are the
+baseline's, and the A/A test read 1.017x and 1.001x here, 0.939x in the run before.
 The figures below about idle drafters and v come from the earlier machine.
 Why default configurations lost there, by 0.2-1%. A drafter that adaptive K idles either never
 drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,

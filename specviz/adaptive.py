@@ -116,6 +116,7 @@ class Choice:
     k_max: int  # the largest K it could choose this round
     extra: int = 0  # e, tokens every drafting round adds to the verify pass (Drafter.verify_extra)
     costs: tuple[float, ...] = ()  # round_cost for K = 0 .. k_max, on the run's cost curve
+    level_cost: float = 0.0  # l, per depth level drafted (Drafter.level_cost)
 
     def candidates(self) -> list[dict]:
         """Per K weighed: expected tokens, cost and their ratio (for display)."""
@@ -237,9 +238,9 @@ class AdaptiveK:
         alpha, n, c, e = self.alpha, self.per_level, self.c, self.extra
         costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, self.level_cost)
         if c > SHADOW_COST and not self.trials:
-            return Choice(0, alpha, n, c, k_max, e, costs)
+            return Choice(0, alpha, n, c, k_max, e, costs, self.level_cost)
         k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, self.level_cost)
-        return Choice(k, alpha, n, c, k_max, e, costs)
+        return Choice(k, alpha, n, c, k_max, e, costs, self.level_cost)
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,

@@ -17,8 +17,9 @@ curve, 0.97-1.01x.
 With the lean pass's products on specviz/linear.py's kernel (each weight read once for all the rows, not
 once per row or two), the same EPYC measured v(2) 1.05-1.12, v(5) 1.31-1.42, v(9) 1.73-1.87 and v(17)
 2.25-2.64 (``measure``, five times, 2026-11-24 evening), over a one-token pass that got 13-18% faster
-itself. Past ~5 rows the products are bound by the multiply-adds this VM's core can do (a loop of
-independent 8-wide FMAs: 31-42 GFLOP/s), not by reading the weights, so v grows ~0.1 a row from there.
+itself. The kernel's second version (f8daeac) took 0.91-0.95 of that pass's time at 2-17 rows; past a few
+rows a pass grows by ~0.1 ms a row (the products ~60 us, attention, GELU and the rest ~40 us) over a
+one-token pass of ~1.3-1.6 ms, of which most does not grow with the rows.
 
 A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
 nodes, reference machine): ``TREE_MASK``, on every curve.

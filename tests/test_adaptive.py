@@ -307,3 +307,15 @@ def test_a_cost_per_level_is_charged_once_a_level_whatever_its_width():
 def test_the_engine_prices_medusa_per_level(target):
     gen = Generation(target, [1, 2, 3], Settings(drafter="medusa", k=12, k_auto=True))
     assert gen.adaptive.level_cost == gen.drafter.level_cost > 0
+
+
+def test_the_choice_chart_says_what_a_level_costs_when_it_costs():
+    from specviz.charts.adaptive import k_choice_bars
+
+    for level_cost in (0.0, 0.1):
+        a = AdaptiveK(4, 0.005, level_cost=level_cost)
+        a.successes, a.trials = 7.0, 10.0
+        choice = a.choose(4)
+        assert choice.level_cost == level_cost
+        title = k_choice_bars(choice).layout.title.text
+        assert ("0.10 passes a level" in title) == bool(level_cost), title

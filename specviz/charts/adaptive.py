@@ -22,9 +22,11 @@ def k_choice_bars(choice: Choice) -> go.Figure:
     why = f"drafting must promise {MIN_GAIN:.2f}× K = 0's rate" if choice.k == 0 else "the highest bar"
     # Short lines: the chart is ~300 px wide beside the text at 1024 px, and plotly does not wrap a title.
     title = (f"Adaptive K chose K = {choice.k}<br><sub>{why};<br>from past rounds: α = {choice.alpha:.2f} a level,"
-             f"<br>{choice.per_level:.1f} drafted a level, {choice.draft_cost:.2f} passes a token</sub>")  # fmt: skip
-    layout = {"title": {"text": title, "yref": "container", "y": 0.97, "yanchor": "top"}, "height": 320,  # grows down
-              "margin": {"l": 50, "r": 10, "t": 110, "b": 40},
+             f"<br>{choice.per_level:.1f} drafted a level, {choice.draft_cost:.2f} passes a token"
+             + (f"<br>+ {choice.level_cost:.2f} passes a level" if choice.level_cost else "") + "</sub>")  # fmt: skip
+    more = 18 if choice.level_cost else 0  # the title's extra line
+    layout = {"title": {"text": title, "yref": "container", "y": 0.97, "yanchor": "top"}, "height": 320 + more,
+              "margin": {"l": 50, "r": 10, "t": 110 + more, "b": 40},
               "xaxis": {"title": {"text": "K"}, "dtick": 1}, "yaxis": {"title": {"text": "characters per target pass"}},
               "shapes": [{"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1,
                           "line": {"dash": "dot", "color": "#555"}}]}  # fmt: skip

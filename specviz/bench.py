@@ -59,7 +59,7 @@ from dataclasses import asdict, dataclass
 import torch
 
 from models.checkpoint import Checkpoint
-from specviz import linear
+from specviz import native
 from specviz.adaptive import AUTO_K_MAX
 from specviz.costs import REFERENCE, CostCurve, cpu_name
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
@@ -108,7 +108,7 @@ class BenchRow:
     tau_same_traversal: float | None  # traversal rows: the same under traversal verification, same drafts
     threads: int  # torch.get_num_threads() during the run
     load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
-    version: str  # "specviz (torch 2.13.0+cpu; few-rows kernel (...))" or "transformers 5.23.0 (torch ...)"
+    version: str  # "specviz (torch 2.13.0+cpu; few-rows kernels (...))" or "transformers 5.23.0 (torch ...)"
     memory_mb: float | None  # what the drafter adds to plain decoding after one round (specviz.memory); None: theirs
     # Main-suite baseline rows: its second run in each repeat over its first (median), the A/A "speedup"
     # that noise alone gives (module docstring); None on every other row.
@@ -405,7 +405,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     finally:
         gc.unfreeze()
 
-    ours = f"specviz (torch {torch.__version__}; {linear.backend()})"
+    ours = f"specviz (torch {torch.__version__}; {native.backend()})"
     common = {"prompts": len(prompts), "repeats": repeats}
     # What each drafter holds, after one round on the first prompt (outside the timed runs).
     if memory is None:

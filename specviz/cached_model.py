@@ -10,20 +10,24 @@ baseline and every drafter; a round never spans a window jump (see ``room``).
 Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3M-parameter model
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
 computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
-with the weights laid out for its matmuls (specviz/linear.py: each weight read once for all the rows of a
-pass), no nn.Module calls, and a cache preallocated once and written in place. A forward writes its keys and values *after* the committed entries, as scratch
-(``extend`` appends more after it: a draft tree grown one depth per pass); ``keep`` then commits the
-accepted ones (a chain's prefix stays where it is; a tree's path is gathered into place). GPT stays
-the readable reference; nothing here mutates it.
+with no nn.Module calls, a cache preallocated once and written in place, and two kernels of its own:
+the products (specviz/linear.py: each weight read once for all the rows of a pass) and attention
+(specviz/attention.py: a layer's in one call). Every step of a row is row by row, so a verify pass's
+logits for a token are bit for bit a one-token pass's (tests/test_cached_model.py).
+
+A forward writes its keys and values *after* the committed entries, as scratch (``extend`` appends
+more after it: a draft tree grown one depth per pass); ``keep`` then commits the accepted ones (a
+chain's prefix stays where it is; a tree's path is gathered into place). GPT stays the readable
+reference; nothing here mutates it.
 """
 
-import math
 import weakref
 
 import torch
 from torch.nn import functional as F
 
 from models.gpt import GPT, PositionError
+from specviz.attention import attend, attn_bias
 from specviz.linear import Linear
 
 
@@ -51,14 +55,11 @@ class LeanWeights:
         self.wte, self.wpe = c(t.wte.weight), c(t.wpe.weight)  # (V, C), (block_size, C)
         self.layers = [block_weights(b) for b in t.h]
         self.ln_f = (c(t.ln_f.weight), c(t.ln_f.bias))
-        self.lm_head_t = linear_t(model.lm_head)  # (C, V)
+        # lm_head (no bias: a zero one) on the kernel too, so that a row's logits, like the rest of its pass,
+        # do not depend on the rows beside it (matmul takes a matrix-vector path for one row)
+        self.lm_head = Linear(model.lm_head.weight, torch.zeros(model.lm_head.out_features, dtype=self.wte.dtype))
         self.params = list(model.parameters())  # walked once: model.parameters() costs ~0.2 ms a call
         self.versions = _versions(self.params)
-
-
-def linear_t(lin) -> torch.Tensor:
-    """An nn.Linear's weight (no bias: lm_head) for x @ w, a copy: (out, in) -> (in, out), contiguous."""
-    return lin.weight.detach().t().contiguous()
 
 
 def block_weights(b) -> tuple:
@@ -68,58 +69,15 @@ def block_weights(b) -> tuple:
             c(b.ln_2.weight), c(b.ln_2.bias), Linear.of(b.mlp.c_fc), Linear.of(b.mlp.c_proj))  # fmt: skip
 
 
-def attn_bias(P: int, new: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The additive attention mask of a pass whose rows see the first P cache entries and, among the
-    rest, where ``new`` (T, S+T) bool is True: 0 there, -inf elsewhere. Built once per pass and added
-    by the score matmul itself (baddbmm), it gives the same scores as masked_fill on each layer's
-    (q @ k^T) * scale, bit for bit, in fewer ops. -> (T, P+S+T)"""
-    bias = torch.zeros(new.size(0), P + new.size(1), dtype=dtype)
-    bias[:, P:].masked_fill_(~new, float("-inf"))
-    return bias
-
-
-_BANDS: dict[torch.dtype, torch.Tensor] = {}  # per dtype: band[i, j] = -inf iff j > i + D, else 0
-
-
-def causal_bias(P: int, T: int, dtype: torch.dtype) -> torch.Tensor:
-    """attn_bias(P, causal (T, T)), a chain's mask, as a view of one band built once per dtype:
-    a chain's verify pass builds no mask (building one cost ~25 us a pass in a round). Column c
-    of the view is column c + D - P of the band, -inf iff c > i + P: row i sees the cache and
-    the new tokens up to itself. Never written. -> (T, P+T) view"""
-    band = _BANDS.get(dtype)
-    rows = 0 if band is None else band.size(0)
-    D = 0 if band is None else band.size(1) - rows
-    if rows < T or D < P:
-        rows, D = max(T, 64), max(P, 1024)
-        band = torch.zeros(rows, D + rows, dtype=dtype)
-        band.masked_fill_(torch.ones(rows, D + rows, dtype=torch.bool).triu(D + 1), float("-inf"))
-        _BANDS[dtype] = band  # views of an older band stay valid
-    return band[:T, D - P : D + T]
-
-
 def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: int, bias, n_head: int) -> torch.Tensor:
     """One GPT Block over x (T, C), without nn.Module calls: its keys and values are written into
     K, V (nh, capacity, hs) at entries P..P+T-1, and it attends to entries 0..P+T-1 as ``bias``
-    (attn_bias, (T, P+T)) allows; None: causal for a prefill (P = 0), all of them for one token.
+    (attn_bias, (T, P+T)) allows; None: causal (a prefill, a chain after the cache, one token).
     -> (T, C) the residual stream after the block"""
     ln1_w, ln1_b, c_attn, attn_proj, ln2_w, ln2_b, c_fc, mlp_proj = w
-    T, C = x.shape
-    hs = C // n_head
-    qkv = c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b))  # (T, 3C)
-    q, k, v = qkv.view(T, 3, n_head, hs).permute(1, 2, 0, 3)  # each (nh, T, hs)
-    K[:, P : P + T] = k
-    V[:, P : P + T] = v
-    keys, values = K[:, : P + T], V[:, : P + T]  # (nh, P+T, hs)
-    if T > 1 and P == 0 and bias is None:  # a prefill: the fused causal kernel
-        y = F.scaled_dot_product_attention(q, keys, values, is_causal=True)  # (nh, T, hs)
-    else:
-        scale = 1.0 / math.sqrt(hs)
-        if bias is None:  # one token: it sees every entry
-            att = torch.bmm(q, keys.transpose(1, 2)).mul_(scale)  # (nh, T, P+T)
-        else:  # scale * (q @ k^T) + bias in one kernel
-            att = torch.baddbmm(bias, q, keys.transpose(1, 2), alpha=scale)  # (nh, T, P+T)
-        y = torch.bmm(att.softmax(-1), values)  # (nh, T, hs)
-    x = x + attn_proj(y.transpose(0, 1).reshape(T, C))
+    C = x.size(1)
+    y = attend(c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b)), K, V, P, bias, n_head)  # (T, C)
+    x = x + attn_proj(y)
     h = F.gelu(c_fc(F.layer_norm(x, (C,), ln2_w, ln2_b)))  # (T, 4C)
     return x + mlp_proj(h)
 
@@ -205,12 +163,7 @@ class CachedModel:
         entries, as scratch until ``keep`` (the last forward's scratch is dropped). tree_mask: (T, T)
         bool among the new tokens, True = may attend (None: causal); every new token sees the whole
         cache. -> (T, V) logits, or None."""
-        T, P = len(tokens), self.length
-        bias = None  # a prefill (P = 0) or one token
-        if tree_mask is not None:
-            bias = attn_bias(P, tree_mask, self.dtype)  # (T, P+T)
-        elif T > 1 and P > 0:  # a chain after the cache
-            bias = causal_bias(P, T, self.dtype)  # (T, P+T) view
+        bias = None if tree_mask is None else attn_bias(self.length, tree_mask, self.dtype)  # (T, P+T); None: causal
         self._new = 0
         return self._run(tokens, positions, bias, logits)
 
@@ -226,9 +179,8 @@ class CachedModel:
     @torch.no_grad()
     def _run(self, tokens: list[int], positions: list[int], bias: torch.Tensor | None, logits: bool):
         """The lean pass: writes keys and values after the committed entries and the scratch.
-        bias: (T, P+S+T) additive mask (attn_bias), or None for a causal prefill or a single token."""
-        T = len(tokens)
-        P = self.length + self._new  # where the new entries go: after the cache and the scratch
+        bias: (T, P+S+T) additive mask (attn_bias), or None: causal."""
+        T, P = len(tokens), self.length + self._new  # where the new entries go: after the cache and the scratch
         self.reserve(P + T)
         x = self.blocks(self.embed(tokens, positions), P, bias)  # (T, C)
         self._new += T
@@ -254,8 +206,7 @@ class CachedModel:
     def blocks(self, x: torch.Tensor, P: int, bias=None, n_layers: int | None = None) -> torch.Tensor:
         """The first ``n_layers`` transformer blocks (all by default) over x (T, C): the new keys and
         values are written at cache entries P..P+T-1 and attend to entries 0..P-1 (and, among
-        themselves, as ``bias`` allows: (T, P+T) from attn_bias; None: causal for a prefill, or one
-        token seeing all).
+        themselves, as ``bias`` allows: (T, P+T) from attn_bias; None: causal).
         Shared by the full forward and the layer-skip draft (specviz/drafters/layer_skip.py),
         which runs the first layers only. -> (T, C) the residual stream after the last block run"""
         for layer, (w, (K, V)) in enumerate(zip(self.w.layers[:n_layers], self.kv[:n_layers], strict=True)):
@@ -266,7 +217,7 @@ class CachedModel:
 
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The final layer norm and the language-model head (also the layer-skip draft's early exit). (T, C) -> (T, V)"""
-        return F.layer_norm(x, (self.n_embd,), *self.w.ln_f) @ self.w.lm_head_t  # (T, V)
+        return self.w.lm_head(F.layer_norm(x, (self.n_embd,), *self.w.ln_f))  # (T, V)
 
     def keep(self, new: list[int], tokens: list[int]) -> None:
         """Commit entries of the last forward: ``new`` are their indices among its inputs (a

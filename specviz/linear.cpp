@@ -1,5 +1,5 @@
-// y (N, O) = x (N, C) @ W (C, O) + b for the few rows N of a decoding pass. Built and loaded by
-// specviz/linear.py, which says why it exists and what it measured.
+// y (N, O) = x (N, C) @ W (C, O) + b for the few rows N of a decoding pass. Built by specviz/native.py and
+// called by specviz/linear.py, which says why it exists and what it measured.
 //
 // W is packed in panels of PW columns (2 vectors: 16 floats, 8 doubles), (O / PW, C, PW), each panel
 // contiguous, so the weights stream from memory in order (the prefetcher follows). Up to 6 rows, one
@@ -17,21 +17,9 @@
 #include <stddef.h>
 #include <string.h>
 
-template <typename T>
-struct Vec;  // 32 bytes of T: 8 floats or 4 doubles
-template <>
-struct Vec<float> { typedef float V __attribute__((vector_size(32))); };
-template <>
-struct Vec<double> { typedef double V __attribute__((vector_size(32))); };
+#include "vec.h"
 
 enum { PV = 2, ROWS = 6 };  // vectors per panel row; rows per tile at most
-
-template <typename V, typename T>
-static inline V load(const T *p) {
-    V v;
-    memcpy(&v, p, sizeof v);  // unaligned: compiles to one vector load
-    return v;
-}
 
 // Keep a loaded vector in a register. Without this GCC folds the load into each FMA that uses it (a
 // memory operand), and with 4 rows that loads each weight 4 times: load-bound, 45 GFLOP/s where

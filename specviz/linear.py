@@ -21,96 +21,41 @@ pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1
 row's output does not depend on the rows beside it, bit for bit (tests/test_linear.py): a verify pass
 rounds exactly as the one-token passes of plain decoding do.
 
-How it is built: at first use, by the machine's C++ compiler (``$CXX``, else c++, g++ or clang++), with
--O3 -march=native, into a temporary folder, once per process (~0.2 s); nothing is downloaded or kept.
-Without a compiler, if the build fails, or with SPECVIZ_KERNEL=0, every product goes to torch.addmm:
-slower on such CPUs, the same numbers within rounding. ``backend()`` says which one runs, and the bench
-records it. Past ``ROWS_MAX`` rows (a prefill) MKL's blocked gemm is faster, and it takes over.
+How it is built: specviz/native.py compiles it at first use, with attention.cpp; without a
+compiler, or with SPECVIZ_KERNEL=0, every product goes to torch.addmm: slower on such CPUs, the same
+numbers within rounding. Past ``ROWS_MAX`` rows (a prefill) MKL's blocked gemm is faster, and it takes over.
 """
 
-import ctypes
-import functools
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
-
 import torch
+from torch.nn import functional as F
 
-SOURCE = Path(__file__).with_suffix(".cpp")
-FLAGS = ("-O3", "-ffp-contract=fast", "-std=c++17", "-shared", "-fPIC")
+from specviz.native import kernel
+
 ROWS_MAX = 32  # past this, addmm: at 48 rows the two tied, at 64 addmm was 16% faster (the same EPYC)
 VECS, VECTOR_BYTES = 2, 32  # a panel row is 2 vectors of 32 bytes (linear.cpp): 16 floats, 8 doubles
 _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
 
 
-def compiler() -> str | None:
-    """The C++ compiler to build with: $CXX, else the first of c++, g++, clang++ on PATH."""
-    return os.environ.get("CXX") or next(filter(None, map(shutil.which, ("c++", "g++", "clang++"))), None)
-
-
-@functools.cache
-def _build() -> tuple[ctypes.CDLL | None, str]:
-    """(the kernel's library or None, one line saying what runs). Built once per process: for this
-    CPU (-march=native), else, where the compiler lacks that flag, for any CPU of its kind."""
-    if os.environ.get("SPECVIZ_KERNEL", "1") == "0":
-        return None, "torch.addmm (SPECVIZ_KERNEL=0)"
-    cxx = compiler()
-    if cxx is None:
-        return None, "torch.addmm (no C++ compiler found)"
-    why = "no message"
-    for tuning in (("-march=native",), ()):
-        with tempfile.TemporaryDirectory(prefix="specviz-") as tmp:
-            out = Path(tmp) / "linear.so"
-            try:
-                done = subprocess.run([cxx, *FLAGS, *tuning, str(SOURCE), "-o", str(out)], capture_output=True,
-                                      text=True, timeout=120)  # fmt: skip
-                if done.returncode == 0:
-                    lib = ctypes.CDLL(str(out))  # mapped now: the file can go with the folder
-                    return _declare(lib), f"few-rows kernel ({Path(cxx).name} {' '.join((FLAGS[0], *tuning))})"
-                why = (done.stderr.strip().splitlines() or ["no message"])[0][:160]
-            except (OSError, subprocess.SubprocessError) as e:
-                why = str(e)[:160]
-    return None, f"torch.addmm (the kernel did not build: {why})"
-
-
-def _declare(lib: ctypes.CDLL) -> ctypes.CDLL:
-    for name in _SYMBOLS.values():
-        fn = getattr(lib, name)
-        fn.restype = None
-        fn.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t,
-                       ctypes.c_void_p, ctypes.c_void_p]  # fmt: skip  # x, N, C, W panels, O, b, y
-    return lib
-
-
-def kernel() -> ctypes.CDLL | None:
-    """The built kernel, or None where products go to torch.addmm."""
-    return _build()[0]
-
-
-def backend() -> str:
-    """One line: which implementation runs the lean pass's products, and why."""
-    return _build()[1]
-
-
 class Linear:
     """An nn.Linear's weight and bias, copied, for the lean pass. Called on x (N, in): the kernel for
-    N <= ROWS_MAX where it is built and the output width fills whole panels, else torch.addmm. No
-    autograd: the lean pass runs under no_grad."""
+    N <= ROWS_MAX where it is built (a width short of whole panels padded with zero columns, never
+    returned), else torch.addmm. No autograd: the lean pass runs under no_grad."""
 
-    __slots__ = ("bias", "weight_t", "panels", "fn", "n_in", "n_out")
+    __slots__ = ("bias", "weight_t", "panels", "padded_bias", "fn", "n_in", "n_out", "width")
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
         self.bias = bias.detach().clone().contiguous()  # (out,)
         self.weight_t = weight.detach().t().contiguous()  # (in, out), as addmm wants it
         self.n_in, self.n_out = self.weight_t.shape
         lib, dtype = kernel(), self.weight_t.dtype
-        width = VECS * VECTOR_BYTES // self.weight_t.element_size()  # a panel's columns
+        panel = VECS * VECTOR_BYTES // self.weight_t.element_size()  # a panel's columns
         self.fn = getattr(lib, _SYMBOLS[dtype]) if lib is not None and dtype in _SYMBOLS else None
-        self.panels = None  # (out / width, in, width): each panel's rows contiguous
-        if self.fn is not None and self.n_out % width == 0 and self.weight_t.device.type == "cpu":
-            self.panels = self.weight_t.view(self.n_in, -1, width).transpose(0, 1).contiguous()
+        self.panels = self.padded_bias = None  # (width / panel, in, panel): each panel's rows contiguous
+        self.width = -(-self.n_out // panel) * panel  # whole panels: lm_head's 65 columns take 80, zeros past 65
+        if self.fn is not None and self.weight_t.device.type == "cpu":
+            pad = self.width - self.n_out
+            self.panels = F.pad(self.weight_t, (0, pad)).view(self.n_in, -1, panel).transpose(0, 1).contiguous()
+            self.padded_bias = F.pad(self.bias, (0, pad))  # (width,)
         else:
             self.fn = None
 
@@ -130,6 +75,8 @@ class Linear:
         ):
             return torch.addmm(self.bias, x, self.weight_t)  # which also says what is wrong with x, if anything
         x = x.contiguous()
-        y = torch.empty(N, self.n_out, dtype=x.dtype)
-        self.fn(x.data_ptr(), N, x.size(1), self.panels.data_ptr(), self.n_out, self.bias.data_ptr(), y.data_ptr())
-        return y
+        y = torch.empty(N, self.width, dtype=x.dtype)
+        self.fn(
+            x.data_ptr(), N, x.size(1), self.panels.data_ptr(), self.width, self.padded_bias.data_ptr(), y.data_ptr()
+        )
+        return y if self.width == self.n_out else y[:, : self.n_out]  # (N, out), a view past whole panels

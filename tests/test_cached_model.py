@@ -8,7 +8,9 @@ from conftest import assert_plain_greedy
 
 from models.checkpoint import load_checkpoint
 from models.gpt import PositionError
-from specviz.cached_model import CachedModel, attn_bias, causal_bias, lean_weights
+from specviz import native
+from specviz.attention import attn_bias, causal_bias
+from specviz.cached_model import CachedModel, lean_weights
 from specviz.drafters.base import tree_mask
 from specviz.engine import Generation, Settings
 
@@ -74,6 +76,40 @@ def test_tree_attention_matches_the_reference_mask(ckpt):
     _, fresh = reference(ckpt, seq, list(range(len(seq))))
     for (k1, v1), (k2, v2) in zip(lean.kv_cache(), fresh.layers, strict=True):
         assert close(k1, k2) and close(v1, v2)
+
+
+def test_a_verify_pass_rounds_as_one_token_passes_do(ckpt):
+    """Bit for bit: each row of a pass over a chain, or over a tree, gives the logits that plain
+    decoding's one-token passes give for the same token after the same context. Every step of a row
+    is row by row (the products, attention, lm_head: specviz/linear.py, specviz/attention.py), so
+    speculation cannot change a greedy choice by rounding, not even at a near tie."""
+    if native.kernel() is None:
+        pytest.skip(native.backend())
+    ids = ckpt.tokenizer.encode(TEXT)
+    P, drafts = 40, ids[41:53]  # a chain: the text's own next 12 tokens
+    verify = CachedModel(ckpt.model)
+    verify.sync(ids[: P + 1])
+    chain = verify.forward([ids[P], *drafts], list(range(P, P + 13)))  # (13, V)
+    plain = CachedModel(ckpt.model)
+    plain.sync(ids[: P + 1])
+    alone = []
+    for i, token in enumerate([ids[P], *drafts]):
+        alone.append(plain.forward([token], [P + i]))
+        plain.keep([0], [token])
+    assert torch.equal(chain, torch.cat(alone))
+    parents = [-1, -1, 0, 0, 1, 2, 4]  # a tree whose paths interleave in the pass
+    tokens = [ids[P], 7, 9, 11, 13, 15, 17, 19]
+    depths = [0, 1, 1, 2, 2, 2, 3, 3]
+    tree = verify.forward(tokens, [P + d for d in depths], tree_mask(parents))  # (8, V)
+    for node in range(1, 8):
+        path = [node]
+        while path[-1]:
+            path.append(parents[path[-1] - 1] + 1)
+        plain.sync(ids[: P + 1])  # back to the cache before the root
+        for d, i in enumerate(reversed(path)):
+            row = plain.forward([tokens[i]], [P + d])
+            plain.keep([0], [tokens[i]])
+        assert torch.equal(row[0], tree[node]), node
 
 
 def test_greedy_text_equals_the_reference_past_block_size(ckpt):

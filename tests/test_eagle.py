@@ -9,7 +9,8 @@ import torch
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
 from specviz import cli
-from specviz.cached_model import CachedModel, attn_bias
+from specviz.attention import attn_bias
+from specviz.cached_model import CachedModel
 from specviz.drafters.base import tree_mask
 from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.presets import PRESETS

@@ -1,11 +1,11 @@
-"""The few-rows kernel (specviz/linear.py) computes what torch.addmm computes, within rounding, at every
+"""The few-rows kernel (specviz/linear.py, built by specviz/native.py) computes what torch.addmm computes, within rounding, at every
 row count a pass sends it and past it; without it, everything goes to addmm, and a failed build says
 why in one line."""
 
 import pytest
 import torch
 
-from specviz import linear
+from specviz import native
 from specviz.linear import ROWS_MAX, Linear
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}  # outputs are O(1): weights scaled by 1/sqrt(in)
@@ -24,17 +24,17 @@ def addmm(weight, bias, x):
 @pytest.fixture
 def rebuild(monkeypatch):
     """Build the kernel again under this test's environment, and again after it."""
-    linear._build.cache_clear()
+    native._build.cache_clear()
     yield monkeypatch
     monkeypatch.undo()
-    linear._build.cache_clear()
+    native._build.cache_clear()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 @pytest.mark.parametrize("shape", [(256, 768), (1024, 256), (37, 80)], ids=["qkv", "mlp_proj", "odd_shape"])
 def test_kernel_matches_addmm(dtype, shape):
-    if linear.kernel() is None:
-        pytest.skip(linear.backend())
+    if native.kernel() is None:
+        pytest.skip(native.backend())
     weight, bias = layer(*shape, dtype)
     lin = Linear(weight, bias)
     assert lin.fn is not None, "a width of whole panels runs on the kernel"
@@ -50,8 +50,8 @@ def test_kernel_matches_addmm(dtype, shape):
 def test_a_row_does_not_depend_on_the_rows_beside_it(dtype):
     """Bit for bit: a row gives the same output alone (a one-token pass) as in any tile of a verify pass,
     so the kernel cannot make a verify pass disagree with the baseline's passes by rounding."""
-    if linear.kernel() is None:
-        pytest.skip(linear.backend())
+    if native.kernel() is None:
+        pytest.skip(native.backend())
     weight, bias = layer(256, 80, dtype)  # 5 panels in float32: whole groups and the rest, at every N
     lin = Linear(weight, bias)
     x = torch.randn(ROWS_MAX, 256, generator=torch.Generator().manual_seed(2), dtype=dtype)
@@ -60,22 +60,35 @@ def test_a_row_does_not_depend_on_the_rows_beside_it(dtype):
         assert torch.equal(lin(x[:N]), alone[:N]), N
 
 
-def test_inputs_it_cannot_take_go_to_addmm():
-    weight, bias = layer(64, 65, torch.float32)  # 65 columns: not whole panels
+def test_a_width_short_of_whole_panels_is_padded_and_never_returned():
+    """lm_head's 65 columns: the kernel runs 80 (zeros past 65) and returns the first 65, a row at a
+    time as in a pass, bit for bit."""
+    if native.kernel() is None:
+        pytest.skip(native.backend())
+    weight, bias = layer(64, 65, torch.float32)
     lin = Linear(weight, bias)
-    assert lin.fn is None
-    x = torch.randn(3, 64)
-    assert float((lin(x) - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]
+    assert lin.fn is not None and lin.width == 80
+    x = torch.randn(7, 64)
+    got = lin(x)
+    assert got.shape == (7, 65)
+    assert float((got - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]
+    assert torch.equal(got, torch.cat([lin(x[i : i + 1]) for i in range(7)]))
+
+
+def test_inputs_it_cannot_take_go_to_addmm():
     lin = Linear(*layer(64, 64, torch.float32))
     with pytest.raises(RuntimeError):  # the wrong width reaches addmm, which says so: never a read past x
         lin(torch.randn(2, 63))
     got = lin(torch.randn(2, 64, dtype=torch.float64).float().t().contiguous().t())  # a strided input
     assert got.shape == (2, 64)
+    x = torch.randn(ROWS_MAX + 1, 64)  # a prefill's rows: addmm's blocked gemm
+    weight, bias = layer(64, 64, torch.float32)
+    assert float((Linear(weight, bias)(x) - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]
 
 
 def test_switched_off(rebuild):
     rebuild.setenv("SPECVIZ_KERNEL", "0")
-    assert linear.kernel() is None and linear.backend() == "torch.addmm (SPECVIZ_KERNEL=0)"
+    assert native.kernel() is None and native.backend() == "torch alone (SPECVIZ_KERNEL=0)"
     weight, bias = layer(256, 256, torch.float32)
     lin = Linear(weight, bias)
     x = torch.randn(4, 256)
@@ -87,16 +100,16 @@ def test_a_failed_build_says_why_in_one_line(rebuild, tmp_path):
     bad.write_text("#!/bin/sh\necho 'cxx: error: no such flag' >&2\nexit 1\n")
     bad.chmod(0o755)
     rebuild.setenv("CXX", str(bad))
-    assert linear.kernel() is None
-    assert linear.backend() == "torch.addmm (the kernel did not build: cxx: error: no such flag)"
+    assert native.kernel() is None
+    assert native.backend() == "torch alone (the kernels did not build: cxx: error: no such flag)"
     rebuild.setenv("CXX", str(tmp_path / "missing"))
-    linear._build.cache_clear()
-    assert linear.kernel() is None and linear.backend().startswith("torch.addmm (the kernel did not build: ")
-    assert "\n" not in linear.backend()
+    native._build.cache_clear()
+    assert native.kernel() is None and native.backend().startswith("torch alone (the kernels did not build: ")
+    assert "\n" not in native.backend()
 
 
 def test_without_march_native_it_builds_for_any_cpu(rebuild, tmp_path):
-    real = linear.compiler()
+    real = native.compiler()
     if real is None:
         pytest.skip("no C++ compiler")
     cxx = tmp_path / "cxx"  # a compiler that does not know -march=native (older Apple clang on arm64)
@@ -105,7 +118,7 @@ def test_without_march_native_it_builds_for_any_cpu(rebuild, tmp_path):
     )
     cxx.chmod(0o755)
     rebuild.setenv("CXX", str(cxx))
-    assert linear.kernel() is not None and linear.backend() == "few-rows kernel (cxx -O3)"
+    assert native.kernel() is not None and native.backend() == "few-rows kernels (cxx -O3)"
     weight, bias = layer(256, 768, torch.float32)
     x = torch.randn(5, 256)
     assert float((Linear(weight, bias)(x) - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]

@@ -42,7 +42,8 @@ import torch
 from torch.nn import functional as F
 
 from models.eagle import EagleHead, load_head
-from specviz.cached_model import CachedModel, attn_bias, block_weights, lean_block, window_start
+from specviz.attention import attn_bias
+from specviz.cached_model import CachedModel, block_weights, lean_block, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
 from specviz.linear import Linear
 from specviz.sampling import probs_from_logits

@@ -37,42 +37,50 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-This run's CPU, and the one before. Every run up to 12:46 on 2026-11-24 (commit f1c8844) ran on a
+What changed since the run before (22:32-22:58 on 2026-11-24, commit 818ba82): attention runs on a
+kernel of our own too (`specviz/attention.py`, commit a781795). torch spent ~17 us on each batched
+product of a one-token pass's attention and ~40 us on a verify pass's masked one, for a few microseconds
+of arithmetic; the kernel does a layer's attention in one call, each row summing over the entries it
+sees in cache order, and lm_head runs on the row kernel, so a verify pass's logits, chain or tree, are
+now bit for bit those of plain decoding's one-token passes (they differed by up to 5e-6 before). Every
+configuration got faster in tokens per second, plain decoding most: the baseline 511 -> 677 tokens/s
+at T = 0 (502 -> 676 at T = 0.8), 2.82x transformers' (2.18x before); the distilled chain 1172 -> 1362
+tokens/s at T = 0 with adaptive K and 961 -> 1120 at T = 0.8, K = 4; the trigram 725 -> 848 at T = 0.
+So the speedups over plain decoding fell: the distilled chain 2.32x -> 2.06x at T = 0 (adaptive K),
+1.81x -> 1.66x at T = 0.8 (K = 4; 1.73x with adaptive K), the trigram 1.34x -> 1.25x. A one-token
+pass lost ~30% of its time, a pass over 9 tokens ~17%: what a verify pass shares with plain decoding is
+the one-token pass's overhead, and there is less of it. This run's curve: v(5) 1.39, v(9) 1.98 and
+v(17) 2.66 (1.36, 1.66 and 2.20 before). In rounds it is higher still: paired in one process (11
+presets x 2, T = 0, distilled chain at K = 8), a 9-token pass cost 2.21 of the baseline's one-token
+passes with the kernel and 1.87 with torch's attention (2191 against 994 us, 2632 against 1408): in
+both, ~150 us a row, against ~100 us a row back to back. The products alone run at ~60% of the speed
+they reach in a loop there (c_fc's 9 rows 100 us against 38 at 1 row): after a round's Python the
+12.6 MB of weights come back from further away. For the same reason bookkeeping, the same
+microseconds as before, is a larger share of a cheaper pass: up to 0.125 of one (the neural chain at
+K = 4, T = 0.8; 0.116 the distilled chain), against the goal's 0.1. Not done yet, measured: exact GELU
+is ~50 us a call in a pass (4 a pass, ~18% of a one-token pass), layer norm ~13 us (9 a pass).
+The history of this CPU. Every run up to 12:46 on 2026-11-24 (commit f1c8844) ran on a
 machine whose CPU the bench did not record then, where a pass over N tokens cost v(2) = 1.11, v(5) =
 1.22 and v(9) = 1.51 one-token passes (the reference curve, `specviz/costs.py`). There the distilled
 chain reached 2.97x at T = 0 and 2.48x at T = 0.8, our baseline 796 tokens/s against transformers' 479
 (1.66x), and 13 of 32 default configurations read below 1.00, 3 of them slower by the sign test. This
-run's AMD EPYC (2 cores, AVX2) ran a pass over a few rows far slower against a one-row pass while the
+AMD EPYC (2 cores, AVX2) ran a pass over a few rows far slower against a one-row pass while the
 lean pass's products went to torch.addmm (v(2) 1.33-1.45, v(5) 1.63-1.76, v(9) 1.84-1.96 in seven
-measurements): MKL's kernels for a few rows read every weight again for every row or two, and the
-target's 12.6 MB of weights do not stay in this VM's cache. Since commit 212ae2f the products run on a
-kernel of our own (`specviz/linear.py`, built at first use by the machine's C++ compiler; torch.addmm
-without one) that reads each weight once for all the rows of a pass, and since f8daeac on its second
-version: panels of 16 columns, tiles of up to 6 rows, each weight vector loaded once into a register
-(GCC had folded the load into every multiply-add, so a 4-row tile loaded each weight four times and ran
-at 45 GFLOP/s in cache against 72-92 now). Paired in one process, the whole pass took 0.91-0.95 of the
-first version's time at 2-17 rows and the same at 1. This run's curve: v(5) 1.36 and v(9) 1.66, against
-1.49 and 1.80 in the run before (19:54-20:20, commit 212ae2f). Against that run: the distilled chain at
-T = 0 2.19x -> 2.23x at K = 4 and 2.15x -> 2.32x with adaptive K; at T = 0.8 1.84x -> 1.81x at K = 4 and
-1.96x -> 1.78x with adaptive K; the baseline 523 -> 511 tokens/s, and against transformers 551 vs 276
-(1.99x) -> 529 vs 242 (2.18x). Earlier runs on this shared VM put the same drafter 4-12% apart from one
-run to the next, so only the T = 0 gain, seen at both K, is more than that. An earlier version of this
-text said one core here does 31-42 GFLOP/s of 8-wide multiply-adds; that loop kept its accumulators in
-memory. Measured with them in registers (12 independent chains), one core does about 100 GFLOP/s, and
-the kernel's products now add about 60 us a row to a pass, the rest of the pass (attention, GELU,
-softmax, layer norms) about 40 us a row, against a one-token pass of about 1.3-1.6 ms, most of which does not
-grow with the rows (per-op costs of Python and torch). In rounds a verify pass also costs more than in the
-curve's back-to-back passes: a 9-token pass of the distilled chain at K = 8 cost 1.80 one-token passes of
-the baseline's rounds, 1.68 back to back (same process, 11 presets x 2, T = 0). So at T = 0 adaptive K
-stops near 2.3x here: the distilled chain's 4.78 tokens a pass at K up to 12 pay a mean verify cost of
-1.91. Medusa with adaptive K had drafted where it did not pay (0.913x, slower by the sign test, in the run
-before): its drafts were priced at 0.0125 of a pass a node, 0.04 for a one-level tree, where a draft call
-measured 0.19 of a pass at K = 1 and 0.45 at K = 4 (the heads run once a level). Adaptive K now prices a
-cost per level (`Drafter.level_cost`; Medusa 0.1 a level and 0.005 a node, commit 24edde5): in this run
-Medusa drafted in few rounds (1.09 tokens a pass at T = 0) and read 0.951x, a tie by the sign test
-(p = 0.08), and no default configuration is slower by it. 16 of 32 read below 1.00, 11 of them drafters
-that never drafted in the run (1.00 tokens a pass), between 0.922x and 0.999x: their rounds are the
-baseline's, and the A/A test read 1.017x and 1.001x here, 0.939x in the run before.
+measurements): MKL's kernels for a few rows read every weight again for every row or two. Since commit
+212ae2f the products run on a kernel of our own (`specviz/linear.py`) that reads each weight once for
+all the rows of a pass, and since f8daeac on its second version: panels of 16 columns, tiles of up to 6
+rows, each weight vector loaded once into a register (GCC had folded the load into every multiply-add,
+so a 4-row tile loaded each weight four times and ran at 45 GFLOP/s in cache against 72-92 after).
+Paired in one process, the whole pass took 0.91-0.95 of the first version's time at 2-17 rows. One
+core here does about 100 GFLOP/s of multiply-adds (an earlier version of this text said 31-42: that
+loop kept its accumulators in memory), so the products add about 60 us a row to a pass in a loop. Medusa
+with adaptive K had drafted where it did not pay (0.913x, slower by the sign test, in the run of
+212ae2f): its drafts were priced at 0.0125 of a pass a node, where a draft call measured 0.19 of a
+pass at K = 1 and 0.45 at K = 4 (the heads run once a level). Adaptive K prices a cost per level
+(`Drafter.level_cost`; Medusa 0.1 a level and 0.005 a node, commit 24edde5), and no default
+configuration has been slower by the sign test since. Those below 1.00 are mostly drafters that never
+drafted in the run (1.00 tokens a pass): their rounds are the baseline's, and the A/A test reads
+0.94x-1.03x from one run to the next on this shared VM.
 The figures below about idle drafters and v come from the earlier machine.
 Why default configurations lost there, by 0.2-1%. A drafter that adaptive K idles either never
 drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,

@@ -19,7 +19,12 @@ once per row or two), the same EPYC measured v(2) 1.05-1.12, v(5) 1.31-1.42, v(9
 2.25-2.64 (``measure``, five times, 2026-11-24 evening), over a one-token pass that got 13-18% faster
 itself. The kernel's second version (f8daeac) took 0.91-0.95 of that pass's time at 2-17 rows; past a few
 rows a pass grows by ~0.1 ms a row (the products ~60 us, attention, GELU and the rest ~40 us) over a
-one-token pass of ~1.3-1.6 ms, of which most does not grow with the rows.
+one-token pass of ~1.3-1.6 ms, of which most does not grow with the rows. With attention on
+specviz/attention.py's kernel too (a781795) a one-token pass lost ~30% of its time and a 9-token pass
+~17%, so the curve rose: v(2) 1.12, v(5) 1.39, v(9) 1.98, v(17) 2.66 (the bench's ``measure``,
+2026-11-25). In rounds a pass costs more than back to back: a 9-token pass of the distilled chain 2.21
+of the baseline's one-token passes (~150 us a row there, ~100 in a loop), so this curve prices long
+drafts below their cost there.
 
 A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
 nodes, reference machine): ``TREE_MASK``, on every curve.

@@ -35,9 +35,10 @@ HEAD_SIZES = (16, 32, 64, 128)  # what attention.cpp is built for (a head in reg
 
 def attn_bias(P: int, new: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """The additive attention mask of a pass whose rows see the first P cache entries and, among the
-    rest, where ``new`` (T, S+T) bool is True: 0 there, -inf elsewhere. Built once per pass and added
-    by the score matmul itself (baddbmm), it gives the same scores as masked_fill on each layer's
-    (q @ k^T) * scale, bit for bit, in fewer ops. -> (T, P+S+T)"""
+    rest, where ``new`` (T, S+T) bool is True: 0 there, -inf elsewhere. Built once per pass: the
+    kernel reads it as which entries each row sees; torch's path adds it inside the score matmul
+    (baddbmm), the same scores as masked_fill on each layer's (q @ k^T) * scale, bit for bit, in
+    fewer ops. -> (T, P+S+T)"""
     bias = torch.zeros(new.size(0), P + new.size(1), dtype=dtype)
     bias[:, P:].masked_fill_(~new, float("-inf"))
     return bias
@@ -47,8 +48,8 @@ _BANDS: dict[torch.dtype, torch.Tensor] = {}  # per dtype: band[i, j] = -inf iff
 
 
 def causal_bias(P: int, T: int, dtype: torch.dtype) -> torch.Tensor:
-    """attn_bias(P, causal (T, T)), a chain's mask, as a view of one band built once per dtype:
-    a chain's verify pass builds no mask (building one cost ~25 us a pass in a round). Column c
+    """attn_bias(P, causal (T, T)), a chain's mask, as a view of one band built once per dtype, for
+    torch's path (the kernel needs no mask for a chain; building one cost ~25 us a pass in a round). Column c
     of the view is column c + D - P of the band, -inf iff c > i + P: row i sees the cache and
     the new tokens up to itself. Never written. -> (T, P+T) view"""
     band = _BANDS.get(dtype)
@@ -66,7 +67,7 @@ def attend(qkv: torch.Tensor, K: torch.Tensor, V: torch.Tensor, P: int, bias: to
            n_head: int) -> torch.Tensor:  # fmt: skip
     """qkv (T, 3C): the new rows' queries, keys and values. Their keys and values go to cache entries
     P..P+T-1 of K, V (nh, capacity, hs), and each row attends to entries 0..P+T-1 as ``bias`` allows
-    (T, P+T), 0 = may attend, -inf = may not (cached_model.attn_bias); None: causal (each row sees
+    (T, P+T), 0 = may attend, -inf = may not (attn_bias); None: causal (each row sees
     the entries up to its own). -> (T, C), the heads side by side"""
     T, C = qkv.size(0), qkv.size(1) // 3
     hs = C // n_head

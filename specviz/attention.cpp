@@ -21,8 +21,10 @@
 // a * b + c, the same rounding in every loop that calls it: one fused rounding where the CPU has FMA (the
 // file is built with -ffp-contract=off, so the compiler never fuses on its own, in one loop and not in
 // another), two elsewhere.
-#if defined(__FMA__) && defined(__x86_64__)
+#if defined(__AVX__) && defined(__x86_64__)
 #include <immintrin.h>
+#endif
+#if defined(__FMA__) && defined(__x86_64__)
 static inline Vec<float>::V madd(Vec<float>::V a, Vec<float>::V b, Vec<float>::V c) { return _mm256_fmadd_ps(a, b, c); }
 static inline Vec<double>::V madd(Vec<double>::V a, Vec<double>::V b, Vec<double>::V c) { return _mm256_fmadd_pd(a, b, c); }
 #else
@@ -76,8 +78,26 @@ static inline auto lane_sum(V v) {
     return s;
 }
 
-// lane_sum of four vectors at once, in the same order for every lane, by pairwise shuffles: each
-// result is bit for bit lane_sum of its vector. -> the four sums (a vector of 4)
+// lane_sum of four vectors at once, in the same order for every lane: each result is bit for bit lane_sum
+// of its vector. -> the four sums (a vector of 4). With AVX, horizontal adds, which pair adjacent lanes
+// as lane_sum does; the portable shuffles compiled to permutes whose index vectors, reloaded for every
+// group of keys, made this the scores' bottleneck (perf, Zen 3). With them (and the softmax's max taken L
+// lanes at a time), 4 layers' attention over 200 entries took, in cache, 59 us for 1 row (66 before),
+// 119 for 5 (151), 193 for 9 (254); caches evicted, 153 (173), 335 (383), 378 (450) (1 thread, 200
+// interleaved repeats, 2026-11-25); the same bits.
+#if defined(__AVX__) && defined(__x86_64__)
+static inline __m128 lane_sums(const Vec<float>::V a[4]) {
+    const __m256 ab = _mm256_hadd_ps((__m256)a[0], (__m256)a[1]);  // [a01 a23 b01 b23 | a45 a67 b45 b67]
+    const __m256 cd = _mm256_hadd_ps((__m256)a[2], (__m256)a[3]);
+    const __m256 h = _mm256_hadd_ps(ab, cd);  // [a0123 b0123 c0123 d0123 | a4567 b4567 c4567 d4567]
+    return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+static inline __m256d lane_sums(const Vec<double>::V a[4]) {
+    const __m256d ab = _mm256_hadd_pd((__m256d)a[0], (__m256d)a[1]);  // [a01 b01 | a23 b23]
+    const __m256d cd = _mm256_hadd_pd((__m256d)a[2], (__m256d)a[3]);  // [c01 d01 | c23 d23]
+    return _mm256_add_pd(_mm256_permute2f128_pd(ab, cd, 0x20), _mm256_permute2f128_pd(ab, cd, 0x31));
+}
+#else
 static inline auto lane_sums(const Vec<float>::V a[4]) {
     typedef float V4 __attribute__((vector_size(16)));
     auto pairs = [](Vec<float>::V x, Vec<float>::V y) {  // [x0+x1, x2+x3, .., y6+y7]
@@ -95,6 +115,7 @@ static inline auto lane_sums(const Vec<double>::V a[4]) {
     const Vec<double>::V t = pairs(a[0], a[1]), w = pairs(a[2], a[3]);  // [a01, a23, b01, b23], [c01, ..]
     return __builtin_shufflevector(t, w, 0, 2, 4, 6) + __builtin_shufflevector(t, w, 1, 3, 5, 7);
 }
+#endif
 
 enum { GROUP = 4, ROWS = 6 };  // scores: rows (or keys) per group; weighted sums: rows per tile (2 slices each)
 
@@ -156,10 +177,15 @@ static T softmax_row(T *row, size_t W, const int32_t *idx, size_t n, T *compact)
         memcpy(compact, row, n * sizeof(T));
     else
         for (size_t c = 0; c < n; c++) compact[c] = row[idx[c]];
-    T m = -INFINITY;
-    for (size_t c = 0; c < n; c++) m = compact[c] > m ? compact[c] : m;
     size_t end = n;
     for (; end % L; end++) compact[end] = -INFINITY;  // whole vectors: exp gives 0 there
+    V mv = V{} - INFINITY;  // the max, L lanes at a time (any order gives the same max)
+    for (size_t c = 0; c < end; c += L) {
+        const V x = load<V>(compact + c);
+        mv = x > mv ? x : mv;
+    }
+    T m = mv[0];
+    for (int l = 1; l < L; l++) m = mv[l] > m ? mv[l] : m;
     V z = V{};
     for (size_t c = 0; c < end; c += L) {
         const V e = exp_nonpositive<T>(load<V>(compact + c) - m);

@@ -12,7 +12,8 @@ Plain decoding gains the most, so v(N), a pass over N tokens in one-token passes
 1.73-1.82): the less a one-token pass wastes, the less a verify pass can share. Over whole runs (11
 presets, 128 tokens, T = 0, 2 repeats): plain decoding took 0.74 of its time, the distilled chain at
 K = 8 0.90, the trigram at K = 4 0.83; their speedups over plain decoding fell from 2.18 to 1.93 and
-from 1.30 to 1.22.
+from 1.30 to 1.22. The scores' four-at-a-time lane sums by horizontal adds (the same pairing, so the same
+bits) then cut a 9-row pass's attention by a quarter (attention.cpp has the figures).
 
 And a correctness gain: a row's output depends only on its query and the entries it sees, summed in
 cache order (attention.cpp), so a token's row in a verify pass, chain or tree, is bit for bit its row

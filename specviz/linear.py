@@ -13,7 +13,10 @@ itself got 13-18% faster (``python -m specviz bench`` measures the cost curve ea
 The second version (panels of 16 columns, tiles of up to 6 rows, each weight vector held in a register
 for all of a tile's rows) made the products faster again at every N > 1; in the whole pass, old kernel
 against new in one process (1 thread, 60 interleaved repeats, 2026-11-24): 0.93x the time at 2-4 rows,
-0.95x at 9, 0.91x at 17, the same at 1.
+0.95x at 9, 0.91x at 17, the same at 1. Since 2026-11-25 a tile of 4 rows or more also prefetches its
+weights: in rounds they come from DRAM, and one panel streamed by a 4-6 row tile is a stream the hardware
+prefetcher does not run far enough ahead of, so the arithmetic waited on memory instead of overlapping it
+(linear.cpp has the figures: 9 rows 1123 -> 949 us, caches evicted; 1 row unchanged).
 
 What it does not change: the numbers, within float rounding (each row's sums run in order over the
 input; MKL's run in blocks), checked against torch.addmm in tests/test_linear.py and, through the whole

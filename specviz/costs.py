@@ -24,7 +24,9 @@ specviz/attention.py's kernel too (a781795) a one-token pass lost ~30% of its ti
 ~17%, so the curve rose: v(2) 1.12, v(5) 1.39, v(9) 1.98, v(17) 2.66 (the bench's ``measure``,
 2026-11-25). In rounds a pass costs more than back to back: a 9-token pass of the distilled chain 2.21
 of the baseline's one-token passes (~150 us a row there, ~100 in a loop), so this curve prices long
-drafts below their cost there.
+drafts below their cost there. Tiles of 4 rows or more prefetching their weights (linear.cpp) and
+attention's lane sums by horizontal adds (attention.cpp) then brought it down to v(2) 1.01, v(5) 1.29,
+v(9) 1.64, v(17) 2.55 (the bench's ``measure``, 2026-11-25, 02:12), a one-token pass about the same.
 
 A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
 nodes, reference machine): ``TREE_MASK``, on every curve.

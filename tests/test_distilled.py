@@ -123,6 +123,24 @@ def test_lookup_backs_off_to_the_longest_context_seen_often_enough():
     assert table.lookup([], 2) == (table.row[0], 0)  # the empty context: the unigram
 
 
+def test_lookup_is_the_longest_context_seen_often_enough_by_definition():
+    """lookup against the definition, literally: every length, the longest whose context the table
+    holds with count >= min_count, on corpus text, invented text and every min_count that matters."""
+    table = load_table(checkpoint_path("target"))
+    texts = ["ROMEO:\nBut soft, what light", "First Citizen:\nBefore we proceed", "zzqx!!? QQ", "the the the "]
+    for text in texts:
+        ids = [table.vocab.index(c) for c in text]
+        for end in range(len(ids) + 1):
+            seq = ids[:end]
+            for min_count in (0, 1, 2, 3, 10, 1000, 10**9):
+                want = (table.row[0], 0)
+                for L in range(1, min(table.max_context, len(seq)) + 1):
+                    r = table.row.get(context_key(seq, L, table.V))
+                    if r is not None and table.counts[r] >= min_count:
+                        want = (r, L)
+                assert table.lookup(seq, min_count) == want
+
+
 def test_a_rows_q_is_its_top_k_and_even_rest_scaled_like_the_target():
     table = load_table(checkpoint_path("target"))
     for row in (0, 1, 777, len(table) // 2, len(table) - 1):

@@ -26,7 +26,7 @@ specviz/attention.py's kernel too (a781795) a one-token pass lost ~30% of its ti
 of the baseline's one-token passes (~150 us a row there, ~100 in a loop), so this curve prices long
 drafts below their cost there. Tiles of 4 rows or more prefetching their weights (linear.cpp) and
 attention's lane sums by horizontal adds (attention.cpp) then brought it down to v(2) 1.01, v(5) 1.29,
-v(9) 1.64, v(17) 2.55 (the bench's ``measure``, 2026-11-25, 02:12), a one-token pass about the same.
+v(9) 1.64, v(17) 2.55 (the bench's ``measure``, 2026-11-25, 02:12; 1.04, 1.30, 1.68 and 2.29 at 02:49), a one-token pass about the same.
 
 A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
 nodes, reference machine): ``TREE_MASK``, on every curve.

@@ -15,6 +15,7 @@
 // Plain C++ with GCC/Clang vector extensions (no intrinsics): -O3 -march=native turns the loops into
 // the machine's widest FMA instructions, AVX2 or NEON alike.
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "vec.h"
@@ -52,8 +53,9 @@ static void tile(const T *x, size_t C, const T *panel, const T *b, T *y, size_t 
     for (int i = 0; i < R; i++)
         for (int j = 0; j < J; j++) acc[i][j] = V{};
     for (size_t c = 0; c < C; c++) {
-        if (R >= PREFETCH_ROWS)  // a prefetch past the end of the weights does not fault
-            for (int g = 0; g < G; g++) __builtin_prefetch(panel + g * C * PW + (c + ahead) * PW);
+        if (R >= PREFETCH_ROWS)  // an address, not a pointer: past the weights' end a prefetch does not fault
+            for (int g = 0; g < G; g++)
+                __builtin_prefetch((const void *)((uintptr_t)panel + ((g * C + c + ahead) * PW) * sizeof(T)));
         if (R < ROWS) {  // one weight vector at a time, times every row's x (R registers)
             for (int j = 0; j < J; j++) {
                 const V w = in_register(load<V>(panel + (j / PV) * C * PW + c * PW + (j % PV) * L));

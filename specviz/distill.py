@@ -5,6 +5,7 @@ write. So run the target once over the training split and, for every context of 
 characters, record what the target does after it:
 
     mode    the target's most frequent argmax after that context  (the T = 0 draft)
+    agree   how often the target's argmax was that mode           (the T = 0 draft's odds)
     q       the average of its next-character distributions        (the T > 0 draft)
 
 Every training position t is predicted once, from at least half a block of left context
@@ -105,11 +106,15 @@ def aggregate(ids: torch.Tensor, probs: torch.Tensor, argmax: torch.Tensor, cfg:
     mean = sums / counts[keep].unsqueeze(1)
     votes = torch.bincount(r * V + argmax[p_pos].long(), minlength=U * V).view(U, V)
     mode = votes.argmax(-1)  # ties go to the lowest id
+    # The mode's share of the context's argmaxes, in 255ths: how often a T = 0 draft from this row would have
+    # matched the target on the training text (adaptive K weighs a draft's depth by it, specviz/adaptive.py).
+    agree = (votes.gather(1, mode.unsqueeze(1)).squeeze(1).double() * 255 / counts[keep]).round()
     top_p, top_t = mean.topk(cfg.top_k, dim=-1)
     return {
         "keys": uniq[keep].contiguous(),  # sorted
         "counts": counts[keep].to(torch.int32),
         "mode": mode.to(torch.uint8),
+        "agree": agree.to(torch.uint8),
         "top_tokens": top_t.to(torch.uint8).contiguous(),
         "top_probs": top_p.to(torch.float16).contiguous(),
     }

@@ -31,6 +31,7 @@ from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_veri
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
 SEED_MAX = 2**63 - 1
 IDLE = "chose K = 0: the drafter was not asked"
+STOPPED_AT_ONCE = "K = 0: the first token's chance of acceptance did not pay for a draft"
 IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so nothing new is learnt): "
                  "the drafter is neither asked nor updated, and the target keeps no features for it")  # fmt: skip
 
@@ -189,6 +190,10 @@ class Generation:
         # A drafter adaptive K will never consult costs nothing beyond plain decoding: no features
         # captured for a draft head (EAGLE, Medusa), no updates. Decided before the first forward.
         self.never_drafts = self.adaptive is not None and self.adaptive.never_drafts()
+        # A drafter that weighs each token before drawing it is stopped token by token (adaptive.Stopper).
+        self.stops = (
+            self.adaptive is not None and not self.never_drafts and self.drafter.estimates(settings.temperature)
+        )
         if self.never_drafts:
             self.target.capture(())
         self.gen = Stream().manual_seed(settings.seed)
@@ -220,15 +225,23 @@ class Generation:
 
         t0 = time.perf_counter()
         choice = shadow = None
-        if self.adaptive is not None:
-            choice = self.adaptive.choose(k)
-            if choice.k == 0 and k >= 1 and not self.never_drafts and self.adaptive.idle_round():
-                shadow = self.drafter.shadow(self.tokens, T, self.gen)  # scored below, never verified
+        if self.stops:  # adaptive K, token by token: the drafter weighs each token before drawing it
+            stopper = self.adaptive.stopper(k)
+            draft = self.drafter.draft_until(self.tokens, k, T, self.gen, stopper)
+            choice = stopper.result()
             k = choice.k
-        if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
-            draft = chain([], notes={"adaptive K": IDLE_FOR_GOOD if self.never_drafts else IDLE})
+            if not k:
+                draft.notes["adaptive K"] = STOPPED_AT_ONCE
         else:
-            draft = self.drafter.draft(self.tokens, k, T, self.gen)  # k = 0 too: its notes say why nothing
+            if self.adaptive is not None:
+                choice = self.adaptive.choose(k)
+                if choice.k == 0 and k >= 1 and not self.never_drafts and self.adaptive.idle_round():
+                    shadow = self.drafter.shadow(self.tokens, T, self.gen)  # scored below, never verified
+                k = choice.k
+            if k == 0 and choice is not None:  # adaptive K chose plain decoding: cost nothing beyond it
+                draft = chain([], notes={"adaptive K": IDLE_FOR_GOOD if self.never_drafts else IDLE})
+            else:
+                draft = self.drafter.draft(self.tokens, k, T, self.gen)  # k = 0 too: its notes say why nothing
         depths = draft.depths
         if depths and max(depths) > k:
             raise RuntimeError(f"drafter {s.drafter} proposed {max(depths)} deep, above the limit {k}")

@@ -53,15 +53,22 @@ static void tile(const T *x, size_t C, const T *panel, const T *b, T *y, size_t 
     for (int i = 0; i < R; i++)
         for (int j = 0; j < J; j++) acc[i][j] = V{};
     for (size_t c = 0; c < C; c++) {
-        if (R >= PREFETCH_ROWS)  // an address, not a pointer: past the weights' end a prefetch does not fault
+        // An address, not a pointer: past the weights' end a prefetch does not fault. Every tile of a panel that
+        // takes several asks for the next one, the small ones too: 7 rows are 3 + 4, and with the first tile
+        // silent the next panel's lines were late (evicted, 7 rows 1479 -> 1303 us; 2026-11-25).
+        if (R >= PREFETCH_ROWS || ahead == C)
             for (int g = 0; g < G; g++)
                 __builtin_prefetch((const void *)((uintptr_t)panel + ((g * C + c + ahead) * PW) * sizeof(T)));
-        if (R < ROWS) {  // one weight vector at a time, times every row's x (R registers)
+        // One weight vector at a time, times every row's x (R registers), where the tile's weights would not
+        // also fit in registers beside its accumulators (1-3 rows, G panels). Otherwise (4-6 rows) each x is
+        // broadcast once for all J vectors: the other way broadcast it J times, a load each (5 rows: 12 loads
+        // for 10 FMAs), and 4-5 rows were slower than 6.
+        if (R * J + J + 1 > 16) {
             for (int j = 0; j < J; j++) {
                 const V w = in_register(load<V>(panel + (j / PV) * C * PW + c * PW + (j % PV) * L));
                 for (int i = 0; i < R; i++) acc[i][j] += w * x[i * C + c];
             }
-        } else {  // 6 rows: the panel row in J registers, one row's x at a time (12 + J + 1 <= 16)
+        } else {  // the panel row in J registers, one row's x at a time (R * J + J + 1 <= 16)
             V w[J];
             for (int j = 0; j < J; j++) w[j] = in_register(load<V>(panel + (j / PV) * C * PW + c * PW + (j % PV) * L));
             for (int i = 0; i < R; i++) {

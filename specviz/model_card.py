@@ -38,7 +38,8 @@ def distilled_section() -> list[str]:
         "## distilled",
         "",
         "The table of the `distilled` and `distilled-tree` drafters: what the target itself predicts after every "
-        f"context of up to {cfg['max_context']} characters of the training split (its most frequent argmax, and "
+        f"context of up to {cfg['max_context']} characters of the training split (its most frequent argmax, how "
+        "often the argmax was that one, and "
         f"the top {cfg['top_k']} characters of its average next-character distribution), for the contexts seen at "
         f"least {cfg['min_count']} times. See `specviz/distill.py`.",
         "",

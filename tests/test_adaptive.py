@@ -14,10 +14,13 @@ from specviz.adaptive import (
     SHADOW_BUDGET,
     SHADOW_SCORE,
     AdaptiveK,
+    Choice,
+    Stopper,
     best_k,
     expected_tokens,
     rates,
     round_cost,
+    round_costs,
 )
 from specviz.costs import REFERENCE, CostCurve, interpolate
 from specviz.drafters import DRAFTERS
@@ -319,3 +322,41 @@ def test_the_choice_chart_says_what_a_level_costs_when_it_costs():
         assert choice.level_cost == level_cost
         title = k_choice_bars(choice).layout.title.text
         assert ("0.10 passes a level" in title) == bool(level_cost), title
+
+
+def stop(alpha: float, c: float, k_max: int, estimates, curve: CostCurve = REFERENCE) -> Choice:
+    """Run a Stopper over these per-token estimates (alpha past them) until it says no."""
+    stopper = Stopper(Choice(k_max, alpha, 1.0, c, k_max, 0, round_costs(1.0, c, k_max, 0, curve)))
+    estimates = iter(estimates)
+    while stopper(next(estimates, alpha)):
+        pass
+    return stopper.result()
+
+
+@given(st.floats(0, 1), st.floats(0, 0.6), st.integers(0, 16), st.one_of(st.just(REFERENCE), curves))
+def test_a_stopper_told_alpha_for_every_token_stops_where_best_k_would(alpha, c, k_max, curve):
+    """With no more to go on than alpha, stopping token by token must land on rates()'s best K (or 0 below
+    MIN_GAIN), on any cost curve: a deeper K that pays is never given up at a dip before it."""
+    r = rates(alpha, 1.0, c, k_max, 0, curve)
+    k = stop(alpha, c, k_max, [], curve).k
+    best = max(r)
+    assert (k == 0) if best < MIN_GAIN else math.isclose(r[k], best, rel_tol=1e-12)
+
+
+def test_a_stopper_drafts_a_confident_run_and_stops_before_an_unsure_character():
+    steep = CostCurve(tuple(1 + 0.1 * (n - 1) for n in range(1, 257)), "0.1 a row")
+    choice = stop(0.8, 0.02, 12, [0.99, 0.99, 0.99, 0.2, 0.99], steep)
+    assert choice.k == 3 and choice.estimates == (0.99, 0.99, 0.99, 0.2)  # asked about the 4th, did not draw it
+    assert stop(0.8, 0.02, 12, [0.99] * 12, steep).k == 12  # as deep as allowed
+    assert stop(0.8, 0.02, 12, [0.01], steep).k == 0  # the first token must promise MIN_GAIN
+    # What the chart weighs is what the rule saw: the estimates, then alpha.
+    assert math.isclose(choice.expected(5), 1 + 0.99 + 0.99**2 + 0.99**3 + 0.99**3 * 0.2 + 0.99**3 * 0.2 * 0.8)
+    assert math.isclose(Choice(2, 0.8, 1.0, 0.0, 2).expected(2), 1 + 0.8 + 0.64)  # no estimates: alpha alone
+
+
+def test_the_choice_chart_shows_the_chances_a_stopped_draft_weighed():
+    from specviz.charts.adaptive import k_choice_bars
+
+    steep = CostCurve(tuple(1 + 0.1 * (n - 1) for n in range(1, 257)), "0.1 a row")
+    title = k_choice_bars(stop(0.8, 0.02, 12, [0.99, 0.99, 0.99, 0.2], steep)).layout.title.text
+    assert "no deeper K would pay" in title and "0.99, 0.99, 0.20" in title, title

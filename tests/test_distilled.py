@@ -54,6 +54,7 @@ def test_rows_are_the_targets_own_averages(tmp_path, target):
             votes = torch.bincount(argmax[same].long(), minlength=V)
             assert table.counts[row] == len(same)
             assert table.mode[row] == int(votes.argmax())
+            assert table.agreement(row) == pytest.approx(int(votes.max()) / len(same), abs=0.5 / 255)  # in 255ths
             top_t, top_p = table.top(row)
             assert top_t == mean.topk(len(top_t)).indices.tolist()
             assert top_p == pytest.approx(mean[top_t].tolist(), abs=1e-3)  # stored as float16
@@ -191,3 +192,22 @@ def test_greedy_with_adaptive_k_equals_the_baseline(target, drafter):
     assert sum(r.reprefill for r in auto.rounds) >= 1  # 300 tokens past the window
     chosen = {r.k_choice.k for r in auto.rounds}
     assert max(chosen) > 4  # a confident drafter drafts deep
+
+
+def test_at_t0_adaptive_k_weighs_each_character_by_the_tables_agreement_before_drafting_it(target):
+    """At T = 0 adaptive K stops the distilled chain token by token (adaptive.Stopper): each estimate it
+    weighed is the agreement of the row the next character was drafted from, known before drawing it."""
+    prompt = target.tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?\n")
+    gen = Generation(target, prompt, Settings(drafter="distilled", k=12, k_auto=True, temperature=0,
+                                              max_new_tokens=150))  # fmt: skip
+    assert gen.stops and not Generation(target, prompt, Settings(drafter="distilled", k=12, k_auto=True,
+                                                                 temperature=0.8)).stops  # fmt: skip
+    trace, drafter = gen.run(), gen.drafter
+    text = trace.prompt + trace.tokens  # the prompt, then what the rounds emitted
+    for r in trace.rounds:
+        c, context = r.k_choice, text[: r.context_len]
+        assert c.k == len(r.draft_tokens) and len(c.estimates) in (c.k, c.k + 1)
+        for i, a in enumerate(c.estimates):
+            assert a == drafter.table.agreement(drafter.lookup(context + r.draft_tokens[:i])[0])
+    stopped = [r for r in trace.rounds if len(r.k_choice.estimates) > r.k_choice.k]
+    assert stopped and min(r.k_choice.estimates[-1] for r in stopped) < 0.5  # it stops before unsure characters

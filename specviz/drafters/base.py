@@ -130,6 +130,17 @@ class Drafter:
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError
 
+    def estimates(self, temperature: float) -> bool:
+        """Whether draft_until can say, before drawing each token, the chance that it is accepted (at this
+        temperature). Adaptive K then stops the draft token by token (specviz/adaptive.py, Stopper)."""
+        return False
+
+    def draft_until(self, context: list[int], k: int, temperature: float, gen: torch.Generator, go_on) -> Draft:
+        """draft, but before drawing each token ask ``go_on(chance that it is accepted)``, and stop at the
+        first no. The chance may depend only on the tokens drawn before it (the draft's length must be
+        a stopping time). Only for a drafter whose estimates() says yes."""
+        raise NotImplementedError
+
     def shadow(self, context: list[int], temperature: float, gen: torch.Generator) -> Draft:
         """A one-level draft that adaptive K scores in an idle round and never verifies (Generation.step):
         the usual draft at K = 1, unless the drafter prepares more than its tokens for a verify pass."""

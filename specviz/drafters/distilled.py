@@ -6,7 +6,10 @@ min_context_count times to shorter ones, down to the empty context.
 
     distilled        a chain. T = 0: the target's most frequent argmax after the context (one-hot
                      q). T > 0: drawn from the table's average distribution q, temperature-scaled
-                     like the target's p, and that exact q goes to the verifier.
+                     like the target's p, and that exact q goes to the verifier. At T = 0 each row
+                     also says how often the target's argmax was its mode (its agreement): the
+                     chance that the drafted character is accepted, known before drafting it, by
+                     which adaptive K stops the draft token by token (draft_until; adaptive.Stopper).
     distilled-tree   a token tree grown best first: expand the node with the highest cumulative
                      draft probability (the product of the table's q along its path), each with
                      its top 3 children (the target's mode first), until the node budget is
@@ -36,12 +39,20 @@ class DistilledDrafter(Drafter):
     def lookup(self, seq: list[int]) -> tuple[int, int]:
         return self.table.lookup(seq[-self.L :] if self.L else [], self.min_count)
 
+    def estimates(self, temperature):
+        return temperature == 0  # the table's agreement is the chance that the target's argmax is the mode
+
     def draft(self, context, k, temperature, gen):
         """T = 0: follow the target's mode (one-hot q). T > 0: sample each token from the row's q
         scaled by the temperature, and hand that very q to the verifier."""
+        return self.draft_until(context, k, temperature, gen, None)
+
+    def draft_until(self, context, k, temperature, gen, go_on):
         seq, tokens, qs, notes = list(context[-self.L :]), [], [], []
         for _ in range(k):
             row, L = self.lookup(seq)
+            if go_on is not None and not go_on(self.table.agreement(row)):
+                break
             if temperature > 0:
                 # Made afresh: a context of up to L characters seldom comes back within a generation (a
                 # cache of the rows missed 3446 times in 3464 drafted tokens; 11 presets, T = 0.8, K = 4).
@@ -60,6 +71,9 @@ class DistilledDrafter(Drafter):
 class DistilledTreeDrafter(DistilledDrafter):
     name = "distilled-tree"
     deterministic = True
+
+    def estimates(self, temperature):
+        return False  # a tree: its budget, not a stopping rule, bounds it
 
     def __init__(self, table: DistilledTable, min_context_count: int = 2, max_context: int = 8, nodes: int = 16):
         super().__init__(table, min_context_count, max_context)

@@ -37,42 +37,34 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-What changed since the run before (00:24-00:46 on 2026-11-25, commit 789b9d3): passes over several
-rows got cheaper, a pass over one row did not. In rounds the 12.6 MB of weights come back from DRAM
-(the products of a one-token pass took ~620 us there, ~430 in a loop and ~690 with the caches
-evicted), and a tile of 4-6 rows streams one panel at a time: a single stream, which the hardware
-prefetcher does not run far enough ahead of, so the arithmetic waited on the memory instead of
-overlapping it (evicted, 5 rows cost 871 us against 1 row's 594). Such tiles now prefetch their
-weights (`specviz/linear.cpp`: 5 rows 871 -> 779 us, 9 rows 1123 -> 949, 1 row unchanged). And
-attention's scores summed the lanes of four dot products at a time with permutes that reloaded their
-index vectors for every group of keys (perf showed them, not the multiply-adds, on top); horizontal adds
-pair the lanes the same way, so the same bits (`specviz/attention.cpp`: 4 layers over 200 entries, in
-cache, 9 rows 254 -> 193 us). This run's curve: v(2)
-1.04, v(5) 1.30, v(9) 1.68, v(17) 2.29 (1.12, 1.39, 1.98 and 2.66 before). And the distilled table's look-up tries
-the longest context first (commit dc4228c): the drafts' contexts usually qualify at 5-8 characters, so
-~2 probes of its million-key dict where shortest first took ~7, each a few cache misses (in rounds, K =
-4: a round's drafting 85 -> 47 us at T = 0, 209 -> 173 at T = 0.8). In rounds the distilled chain's
-verify pass at K = 4 fell from 1.84 to 1.56 one-token passes at T = 0 (1.79 -> 1.63 at T = 0.8), and its
-speedup rose: 2.06x -> 2.31x with adaptive K and 1.96x -> 2.21x at K = 4 at T = 0, 1.73x -> 1.96x with
-adaptive K and 1.66x -> 1.76x at K = 4 at T = 0.8, which meets the goal of 1.8 with adaptive K. 2.31x
-against 2.5 does not. A cheaper verify pass also made adaptive K draft Medusa's tree more often (1.66
-tokens a pass at T = 0, 1.19 at T = 0.8, against 1.00-1.09 before) where it does not pay: 0.96x and
-0.89x, the latter slower by the sign test; its tree's pass costs more in rounds than the curve says
-(2.5 against v(17) 2.29 and the mask's 0.03-0.05). The runs of this session: commit 6cabb18 (the two
-kernel changes alone, 02:12-02:33) read 2.18x at T = 0 and 1.79x at T = 0.8; a first run of that commit
-(01:51-02:11) read 1.65x at T = 0.8 with an A/A test of 0.908x there (the baseline's two timings 9%
-apart), so that half measured the neighbours and was run again; this section is commit dc4228c's run.
-That run (commit 789b9d3) was the first with attention on a kernel of our own (`specviz/attention.py`):
-a verify pass's logits, chain or tree, became bit for bit those of plain decoding's one-token passes
-(they differed by up to 5e-6), and every configuration got faster, plain decoding most (511 -> 677
-tokens/s at T = 0), so the speedups fell (the distilled chain 2.32x -> 2.06x at T = 0): what a verify
-pass shares with plain decoding is the one-token pass's overhead, and there was less of it. Every cut
-to that overhead lowers the ratios the goals ask for while it raises every configuration's tokens per
-second. Not done yet, for that reason among others, measured: exact GELU is ~50 us a call in a pass (4 a
-pass, ~18% of a one-token pass), layer norm ~13 us (9 a pass). In rounds a pass still costs more per
-row than back to back (the distilled chain's 5-token passes 1.56-1.63 one-token passes in this run's rows,
-against the curve's 1.30), and bookkeeping, the same microseconds as before, is a larger share of a
-cheaper pass than it was (up to 0.099 of one at commit 818ba82).
+What changed since the run before (02:49-03:09 on 2026-11-25, commit dc4228c). Adaptive K now stops
+the distilled chain character by character at T = 0 (`adaptive.Stopper`): the table records, per
+context, how often the target's argmax after it was the table's mode (its agreement, format 2 of the
+table, rebuilt), which is the chance that a T = 0 draft of that character is accepted, known before it
+is drafted and well calibrated on the target's own greedy text (rows at 0.3 accepted 0.29 of the
+time, at 0.9 and above 0.98); the drafter asks before each character and drafts on while a deeper K
+still promises more characters per unit of time. The draft's length is a stopping time, so the output
+is unchanged (greedy equals the baseline, tested). Offline, on the presets' greedy text with round
+costs measured in rounds, it promised 2.75 characters per unit of cost against 2.42 at the best fixed
+K; paired with the baseline in rounds (11 presets x 2, 1 thread, run alongside) it read 2.22x and
+2.42x against 2.08x and 2.16x for adaptive K by alpha alone and 2.20x at K = 4. In these full runs it
+did not beat K = 4: 2.13x against 2.12x here, 2.21x against 2.30x in the other run of this commit
+(04:42-05:05, 1 thread, load 1.0: A/A 0.962x at T = 0, and 1.79x at T = 0.8, where this run reads
+1.89x). It drafts deep (4.5-4.9 tokens a pass against 3.66 at K = 4), and its passes cost more in
+rounds than the curve it is priced with says (verify v 2.04 here; the curve's v(9) 1.59): the
+measured curve times passes back to back, and in rounds every pass costs more per row (K = 4: 1.70
+against v(5) 1.30). Pricing with the curve's excess over 1 scaled by 1.5 or 2 measured worse (2.25x
+and 2.18x against 2.42x, paired). Medusa is now priced as its rounds cost on this CPU (0.4 a level,
+0.25 a call: a K = 1 tree round cost 1.86 baseline rounds, ~1.3 on the curve), so adaptive K no longer
+drafts its tree where it does not pay (0.89x at T = 0.8, slower by the sign test, in the run before;
+0.99x and 0.92x, ties, in the two runs of this commit). And 4-6 row tiles of `specviz/linear.cpp`
+broadcast each input once for all their weight vectors, and every tile of a panel that takes several
+prefetches the next panel (7 rows, caches evicted: 1479 -> 1303 us). What caps the ratio at T = 0,
+measured this session: each extra row of a pass costs its products at about the core's peak rate (~83
+us a row for the 17 products at 16 multiply-adds a cycle and 2.45 GHz; 6 rows in cache took 514 us), and the
+window's jumps re-prefill 128 tokens (~20 ms each, MKL's gemm at ~81 GFLOP/s), a fixed cost of every
+generation: 8% of plain decoding's time on the presets and 20% of the distilled chain's at adaptive K.
+The run before (commit dc4228c) read 2.31x at T = 0 and 1.96x at T = 0.8 with adaptive K by alpha alone.
 The history of this CPU. Every run up to 12:46 on 2026-11-24 (commit f1c8844) ran on a
 machine whose CPU the bench did not record then, where a pass over N tokens cost v(2) = 1.11, v(5) =
 1.22 and v(9) = 1.51 one-token passes (the reference curve, `specviz/costs.py`). There the distilled

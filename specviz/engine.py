@@ -230,8 +230,8 @@ class Generation:
             draft = self.drafter.draft_until(self.tokens, k, T, self.gen, stopper)
             choice = stopper.result()
             k = choice.k
-            if not k:
-                draft.notes["adaptive K"] = STOPPED_AT_ONCE
+            if not k:  # asked and stopped at once; or no room for a draft this round (the drafter was not asked)
+                draft.notes["adaptive K"] = STOPPED_AT_ONCE if choice.estimates else IDLE
         else:
             if self.adaptive is not None:
                 choice = self.adaptive.choose(k)

@@ -13,7 +13,7 @@ from models.checkpoint import checkpoint_path
 from models.distilled import DEFAULT_PATH, DistilledError, DistilledTable, context_key, load_table
 from specviz import distill
 from specviz.drafters.distilled import TREE_CHILDREN, DistilledDrafter, DistilledTreeDrafter
-from specviz.engine import Generation, Settings
+from specviz.engine import IDLE, STOPPED_AT_ONCE, Generation, Settings
 from specviz.sampling import Stream, draw, scale_probs
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
@@ -207,7 +207,12 @@ def test_at_t0_adaptive_k_weighs_each_character_by_the_tables_agreement_before_d
     for r in trace.rounds:
         c, context = r.k_choice, text[: r.context_len]
         assert c.k == len(r.draft_tokens) and len(c.estimates) in (c.k, c.k + 1)
+        if not c.k:  # stopped before the first character, or no room for one (the last round: not asked)
+            assert r.draft_notes["adaptive K"] == (STOPPED_AT_ONCE if c.estimates else IDLE)
         for i, a in enumerate(c.estimates):
             assert a == drafter.table.agreement(drafter.lookup(context + r.draft_tokens[:i])[0])
+    one = Generation(target, prompt, Settings(drafter="distilled", k=12, k_auto=True, temperature=0,
+                                              max_new_tokens=1)).step()  # fmt: skip  # room for no draft
+    assert one.k_choice.k == 0 and not one.k_choice.estimates and one.draft_notes["adaptive K"] == IDLE
     stopped = [r for r in trace.rounds if len(r.k_choice.estimates) > r.k_choice.k]
     assert stopped and min(r.k_choice.estimates[-1] for r in stopped) < 0.5  # it stops before unsure characters

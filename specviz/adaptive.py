@@ -69,7 +69,9 @@ so an alpha per level would not change that (2026-11-24).
 
 The choice depends only on past rounds, on constants and on the cost curve the run was given (measured
 once, before it), never on the clock: a run is the same for the same seed and curve, and exactness
-holds because K is fixed before the round's draft is made.
+holds because K is fixed before the round's draft is made. The one exception, ``Stopper``, for a drafter
+that knows each token's chance of acceptance before drawing it, decides on each token before it is drawn,
+from past rounds and the tokens drawn so far: the draft's length is then a stopping time, which keeps it exact.
 """
 
 import math

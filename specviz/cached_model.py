@@ -236,13 +236,18 @@ class CachedModel:
         """Make the cache hold context[s:-1] for this context's window start s, reusing the
         longest common prefix (trimming what the last round rejected). True if the window
         moved and the cache was rebuilt (a re-prefill)."""
-        moved = self.trim_to(context)
-        want = context[self.start : -1]
-        if len(want) > self.length:
-            missing = want[self.length :]
-            self.forward(missing, list(range(self.length, len(want))), logits=False)
+        moved, missing = self.trim_missing(context)
+        if missing:
+            self.forward(missing, list(range(self.length, self.length + len(missing))), logits=False)
             self.keep(list(range(len(missing))), missing)
         return moved
+
+    def trim_missing(self, context: list[int]) -> tuple[bool, list[int]]:
+        """``sync`` without the pass: trim to the longest common prefix, and say what it would feed.
+        -> (whether the window moved, the tokens of context[s:-1] the cache lacks), for a caller that
+        runs them in its own pass (the engine's verify pass: one pass where a prefill round took two)."""
+        moved = self.trim_to(context)
+        return moved, context[self.start + self.length : -1]
 
     def next_logits(self, context: list[int]) -> torch.Tensor:
         """Logits for the token after ``context`` (the cache then holds all of it): one forward

@@ -140,14 +140,17 @@ class Settings:
                              f"{cut(self.eagle_tree_nodes)} and {cut(self.eagle_tree_children)}")  # fmt: skip
 
 
-def verify_pass(target: CachedModel, root: int, draft: Draft):
-    """The round's one target forward: [root + draft nodes] after the cache (tree attention for a
-    tree), then the draft's extra tokens if it has any (Draft.extra: lookahead's Jacobi window).
-    The root and the nodes never attend to an extra, so their rows are what they would be without
-    them; extras are scratch that keep() never commits. -> (logits (N+1, V) of root and nodes,
-    logits (1+E, V) of the root and the extras or None, positions of every input, the tree mask
-    (N+1, N+1) or None for a chain)"""
-    P, n = target.length, 1 + len(draft.tokens)
+def verify_pass(target: CachedModel, root: int, draft: Draft, prefix: list[int] = ()):
+    """The round's one target forward: the context tokens the cache lacks (``prefix``: a prefill
+    round's, else none), then [root + draft nodes] (tree attention for a tree), then the draft's extra
+    tokens if it has any (Draft.extra: lookahead's Jacobi window). The prefix is causal and every
+    later row sees all of it; the root and the nodes never attend to an extra, so their rows are what
+    they would be without them, and (the kernels' rows never depend on the rows beside them) what
+    they would be after a separate prefill. Extras are scratch that keep() never commits.
+    -> (logits (N+1, V) of root and nodes, logits (1+E, V) of the root and the extras or None,
+    positions of root, nodes and extras, the tree mask (N+1, N+1) or None for a chain)"""
+    M = len(prefix)
+    P, n = target.length + M, 1 + len(draft.tokens)
     tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
     tokens, positions, mask = [root] + draft.tokens, [P] + [P + d for d in draft.depths], tree
     extra = draft.extra
@@ -157,8 +160,13 @@ def verify_pass(target: CachedModel, root: int, draft: Draft):
         mask[:n, :n] = tree if tree is not None else torch.ones(n, n, dtype=torch.bool).tril()
         mask[n:] = extra.mask  # (E, n + E), the drafter's own pattern
         tokens, positions = tokens + extra.tokens, positions + [P + o for o in extra.offsets]
-    logits = target.forward(tokens, positions, mask)  # (N+1+E, V)
-    if mask is tree:
+    if M and mask is not None:  # the prefix: causal among itself, seen by every row after it
+        T = M + len(tokens)
+        full = torch.ones(T, T, dtype=torch.bool).tril()  # (M+T', M+T')
+        full[M:, M:] = mask
+        mask = full
+    logits = target.forward([*prefix, *tokens], [*range(P - M, P), *positions], mask)[M:]  # (N+1+E, V)
+    if extra is None or not extra.tokens:
         return logits, None, positions, tree
     return logits[:n], logits[[0, *range(n, len(tokens))]], positions, tree
 
@@ -247,9 +255,9 @@ class Generation:
             raise RuntimeError(f"drafter {s.drafter} proposed {max(depths)} deep, above the limit {k}")
 
         t1 = time.perf_counter()
-        reprefill = self.target.sync(self.tokens)
-        kv_before = self.target.length
-        logits, extra_logits, positions, tree = verify_pass(self.target, self.tokens[-1], draft)
+        reprefill, prefix = self.target.trim_missing(self.tokens)  # a prefill round's context: in the same pass
+        kv_before = self.target.length + len(prefix)
+        logits, extra_logits, positions, tree = verify_pass(self.target, self.tokens[-1], draft, prefix)
         if extra_logits is not None:
             self.drafter.observe(extra_logits)
         p_rows = probs_from_logits(logits, T)  # (N+1, V)
@@ -257,7 +265,10 @@ class Generation:
         t2 = time.perf_counter()
         verdict = self.verifier.verify(draft, p_rows, T, self.gen)
         path = verdict.path
-        self.target.keep([0] + [i + 1 for i in path], [self.tokens[-1]] + [draft.tokens[i] for i in path])
+        M = len(prefix)  # the pass's inputs: prefix, root, nodes
+        self.target.keep(
+            [*range(M + 1)] + [M + 1 + i for i in path], [*prefix, self.tokens[-1]] + [draft.tokens[i] for i in path]
+        )
         emitted = verdict.emitted(draft)
         # Row i of emitted_p predicted emitted[i]: the root's row, then each accepted node's.
         n = len(path)  # a chain's path is a prefix of its nodes: a view, not a gather (~25 us a round)

@@ -26,7 +26,15 @@ rounds exactly as the one-token passes of plain decoding do.
 
 How it is built: specviz/native.py compiles it at first use, with attention.cpp; without a
 compiler, or with SPECVIZ_KERNEL=0, every product goes to torch.addmm: slower on such CPUs, the same
-numbers within rounding. Past ``ROWS_MAX`` rows (a prefill) MKL's blocked gemm is faster, and it takes over.
+numbers within rounding.
+
+It runs prefills too (the prompt's, and the 128 tokens re-read at each window jump): since the tiles
+above, it beat MKL's blocked gemm at every row count, the 16 products of a pass taking 3.88 / 5.08 / 9.91 /
+20.2 ms at 48 / 64 / 128 / 256 rows against addmm's 4.97 / 6.13 / 11.94 / 20.94 (1 thread, weights in
+the L3 cache, 15 interleaved repeats, 2026-11-25); with attention's kernel likewise, a 128-row prefill
+took 13.4 ms against 15.7. So a prefill's rows round exactly as one-token passes would (no second
+rounding rule for the long passes), and the re-prefills every engine pays, a fixed cost that caps every
+speedup, are cheaper.
 """
 
 import torch
@@ -34,14 +42,13 @@ from torch.nn import functional as F
 
 from specviz.native import kernel
 
-ROWS_MAX = 32  # past this, addmm: at 48 rows the two tied, at 64 addmm was 16% faster (the same EPYC)
 VECS, VECTOR_BYTES = 2, 32  # a panel row is 2 vectors of 32 bytes (linear.cpp): 16 floats, 8 doubles
 _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
 
 
 class Linear:
     """An nn.Linear's weight and bias, copied, for the lean pass. Called on x (N, in): the kernel for
-    N <= ROWS_MAX where it is built (a width short of whole panels padded with zero columns, never
+    any N where it is built (a width short of whole panels padded with zero columns, never
     returned), else torch.addmm. No autograd: the lean pass runs under no_grad."""
 
     __slots__ = ("bias", "weight_t", "panels", "padded_bias", "fn", "n_in", "n_out", "width")
@@ -69,13 +76,7 @@ class Linear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """(N, in) -> (N, out)"""
         N = x.size(0)
-        if (
-            self.fn is None
-            or N > ROWS_MAX
-            or x.shape != (N, self.n_in)
-            or x.dtype != self.weight_t.dtype
-            or not x.is_cpu
-        ):
+        if self.fn is None or x.shape != (N, self.n_in) or x.dtype != self.weight_t.dtype or not x.is_cpu:
             return torch.addmm(self.bias, x, self.weight_t)  # which also says what is wrong with x, if anything
         x = x.contiguous()
         y = torch.empty(N, self.width, dtype=x.dtype)

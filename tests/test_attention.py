@@ -8,10 +8,10 @@ import torch
 from specviz import native
 from specviz.attention import HEAD_SIZES, attend, attend_torch, attn_bias
 from specviz.drafters.base import tree_mask
-from specviz.linear import ROWS_MAX
 
 TOL = {torch.float32: 2e-6, torch.float64: 1e-14}  # softmax-weighted averages of O(1) values
-NH, CAPACITY = 4, 96
+ROWS = 40  # more rows than a verify pass sends: the kernel's loop orders for few rows and for many
+NH, CAPACITY = 4, 176  # room for a re-prefill of 133 rows after 40 entries
 
 
 def cache(hs: int, dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -46,7 +46,7 @@ def needs_kernel():
 def test_kernel_matches_torch(dtype, hs):
     needs_kernel()
     kv = cache(hs, dtype)
-    for T in [*range(1, 10), 17, ROWS_MAX, ROWS_MAX + 1]:  # past ROWS_MAX: torch's path itself
+    for T in [*range(1, 10), 17, ROWS, 133]:  # 133: a re-prefill's rows, which the kernel takes too
         for P in (0, 5, 40):
             qkv = rows(T, hs, dtype, seed=T + P)
             tree = tree_mask(random_tree(T, seed=T))  # (T, T) over the root and its nodes
@@ -63,10 +63,10 @@ def test_a_chain_row_is_its_one_token_row_bit_for_bit(dtype):
     """Row i of a verify pass over a chain sees what the one-token pass of the same token sees, in the
     same order: the same bits, at every N the kernel takes (both of its loop orders)."""
     needs_kernel()
-    kv, qkv, P = cache(64, dtype), rows(ROWS_MAX, 64, dtype), 30
+    kv, qkv, P = cache(64, dtype), rows(ROWS, 64, dtype), 30
     K, V = (t.clone() for t in kv)
-    alone = torch.cat([attend(qkv[i : i + 1], K, V, P + i, None, NH) for i in range(ROWS_MAX)])
-    for N in range(2, ROWS_MAX + 1):
+    alone = torch.cat([attend(qkv[i : i + 1], K, V, P + i, None, NH) for i in range(ROWS)])
+    for N in range(2, ROWS + 1):
         got, _, _ = run(attend, qkv[:N].contiguous(), kv, P, None)
         assert torch.equal(got, alone[:N]), N
 

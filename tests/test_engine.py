@@ -5,9 +5,11 @@ import pytest
 import torch
 from conftest import GREEDY_TEXT, GREEDY_TOKENS, assert_plain_greedy
 
-from specviz.cached_model import room, window_start
+from specviz import native
+from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
-from specviz.engine import Generation, Session, Settings
+from specviz.drafters.base import Draft
+from specviz.engine import Generation, Session, Settings, verify_pass
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 
@@ -178,3 +180,35 @@ def test_sessions_sharing_a_generation_compute_each_round_once(target):
     assert all(s.cursor == len(alone.rounds) for s in sessions)
     late = Session(target, prompt, settings, generation=shared)  # a student who joins later starts at the prompt
     assert late.cursor == 0 and late.forward() is shared.trace.rounds[0] and len(steps) == len(alone.rounds)
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bit for bit on the kernels; within float64 rounding on torch alone (its blocked products)."""
+    return torch.equal(a, b) if native.kernel() else float((a - b).abs().max()) < 1e-10
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("parents", [[-1, 0, 1, 2], [-1, -1, 0, 1, 0]], ids=["chain", "tree"])
+def test_a_prefill_round_runs_one_pass_with_the_rows_of_two(target, parents, monkeypatch):
+    """A round whose cache lacks context (round 0, a window jump) runs that context and the draft in one
+    target pass, and the root's and nodes' logits and the cache it leaves are those of a prefill and a
+    verify pass run apart (every row of the kernels depends only on the entries it sees)."""
+    context = target.tokenizer.encode(PROMPT)
+    draft = Draft(tokens=[5, 6, 7, 8, 9][: len(parents)], parents=parents)
+    merged, apart = CachedModel(target.model), CachedModel(target.model)
+    apart.sync(context)
+    moved, prefix = merged.trim_missing(context)
+    assert prefix == context[:-1] and merged.length == 0
+    one, two = verify_pass(merged, context[-1], draft, prefix), verify_pass(apart, context[-1], draft)
+    assert one[2] == two[2] and same(one[0], two[0])  # the same positions, the same logits
+    merged.keep([*range(len(prefix) + 2)], [*prefix, context[-1], draft.tokens[0]])  # the root and the first node
+    apart.keep([0, 1], [context[-1], draft.tokens[0]])
+    assert merged.cached == apart.cached
+    for (k1, v1), (k2, v2) in zip(merged.kv_cache(), apart.kv_cache(), strict=True):
+        assert same(k1, k2) and same(v1, v2)
+
+    passes, forward = [], CachedModel.forward
+    monkeypatch.setattr(CachedModel, "forward", lambda self, *a, **k: passes.append(1) or forward(self, *a, **k))
+    gen = Generation(target, context, Settings(drafter="trigram", k=4, temperature=0.0, max_new_tokens=2))
+    record = gen.step()  # round 0: the prompt's prefill and the first draft
+    assert len(passes) == 1 and record.kv_before == len(context) - 1 == record.kv_after_trim - 1 - record.n_accepted

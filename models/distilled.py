@@ -84,17 +84,35 @@ class DistilledTable:
     def __len__(self) -> int:
         return len(self.counts)
 
-    def lookup(self, seq: list[int], min_count: int) -> tuple[int, int]:
-        """(row, L) of the longest context ending seq that was seen at least min_count times;
-        the empty context (L = 0) when none was. Tried longest first: in drafting the longest
-        context usually qualifies (L = 8 for 40% of the distilled chain's tokens, 5-7 for 45%; 11
-        presets, T = 0.8), and each try is a few cache misses in a dict of a million keys, so that
-        takes ~2 tries where shortest first took ~7."""
+    def keys(self, seq: list[int]) -> list[int]:
+        """The keys of seq's last 1, 2, .. max_context characters: key_L = sum over l <= L of
+        (seq[-l] + 1) * (V + 1)^(l - 1), so the last character is the lowest digit."""
         V1, key, base, keys = self.V + 1, 0, 1, []
         for L in range(1, min(self.max_context, len(seq)) + 1):
             key += (seq[-L] + 1) * base
             base *= V1
             keys.append(key)
+        return keys
+
+    def extend(self, keys: list[int], token: int, n: int) -> list[int]:
+        """``keys`` of a sequence -> those of the sequence and ``token`` (at most n): each key_L is the
+        token's digit plus (V + 1) times the old key_(L-1), so a drafter walking a chain updates
+        them in n steps instead of rebuilding them from the sequence (a fifth of a drafted token's time)."""
+        if n <= 0:
+            return []
+        t, V1 = token + 1, self.V + 1
+        return [t, *[t + V1 * k for k in keys[: n - 1]]]
+
+    def lookup(self, seq: list[int], min_count: int) -> tuple[int, int]:
+        """(row, L) of the longest context ending seq that was seen at least min_count times;
+        the empty context (L = 0) when none was. See lookup_keys."""
+        return self.lookup_keys(self.keys(seq), min_count)
+
+    def lookup_keys(self, keys: list[int], min_count: int) -> tuple[int, int]:
+        """``lookup`` from the sequence's keys (``keys``, ``extend``). Tried longest first: in
+        drafting the longest context usually qualifies (L = 8 for 40% of the distilled chain's
+        tokens, 5-7 for 45%; 11 presets, T = 0.8), and each try is a few cache misses in a dict of
+        a million keys, so that takes ~2 tries where shortest first took ~7."""
         for L in range(len(keys), 0, -1):
             r = self.row.get(keys[L - 1])
             if r is not None and self.counts[r] >= min_count:

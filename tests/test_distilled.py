@@ -142,6 +142,21 @@ def test_lookup_is_the_longest_context_seen_often_enough_by_definition():
                 assert table.lookup(seq, min_count) == want
 
 
+def test_keys_extended_a_token_at_a_time_are_the_keys_of_the_longer_sequence():
+    """A drafter walks its chain with extend(); it must land on the keys (so the rows) that keys()
+    and context_key give the whole sequence, at every length cap, from short and long starts."""
+    table = load_table(checkpoint_path("target"))
+    ids = [table.vocab.index(c) for c in "ROMEO:\nBut soft, what light through yonder"]
+    for n in range(table.max_context + 1):
+        for start in (0, 3, 12):
+            keys = table.keys(ids[:start][-n:] if n else [])
+            for end in range(start, len(ids)):
+                seq = ids[: end + 1]
+                keys = table.extend(keys, ids[end], n)
+                assert keys == (table.keys(seq[-n:]) if n else [])
+                assert keys == [context_key(seq, L, table.V) for L in range(1, min(n, len(seq)) + 1)]
+
+
 def test_a_rows_q_is_its_top_k_and_even_rest_scaled_like_the_target():
     table = load_table(checkpoint_path("target"))
     for row in (0, 1, 777, len(table) // 2, len(table) - 1):

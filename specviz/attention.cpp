@@ -120,11 +120,13 @@ static inline auto lane_sums(const Vec<double>::V a[4]) {
 enum { GROUP = 4, ROWS = 6 };  // scores: rows (or keys) per group; weighted sums: rows per tile (2 slices each)
 
 // Scores s[r * W + j] = scale * q_r . k_j for the N rows and the W entries before and among them
-// (visible or not: a score depends only on its row and key). Each is lane_sum of the same L-lane
-// products, whichever loop computes it; few rows stream each key once per row, more rows take each
-// key once for all of them.
+// (a score depends only on its row and key). Each is lane_sum of the same L-lane products, whichever
+// loop computes it; few rows stream each key once per row, more rows take each key once for all of them.
+// causal (a chain, a prefill: row r sees the P + r + 1 entries up to its own): the scores a row cannot
+// see are skipped, not computed (softmax_row never reads them): half a prefill's products.
 template <typename T, int HS>
-static void scores(const T *q, size_t q_stride, size_t N, const T *K, size_t W, T scale, T *s) {
+static void scores(const T *q, size_t q_stride, size_t N, const T *K, size_t W, size_t P, bool causal, T scale,
+                   T *s) {
     typedef typename Vec<T>::V V;
     const int L = sizeof(V) / sizeof(T), D = HS / L;
     auto dot = [&](const V *a, const T *k) {  // one row's L-lane products with one key: two chains, then their sum
@@ -139,21 +141,22 @@ static void scores(const T *q, size_t q_stride, size_t N, const T *K, size_t W, 
         for (size_t r = 0; r < N; r++) {
             V a[D];
             for (int d = 0; d < D; d++) a[d] = load<V>(q + r * q_stride + d * L);
+            const size_t seen = causal ? P + r + 1 : W;
             size_t j = 0;
-            for (; j + GROUP <= W; j += GROUP) {
+            for (; j + GROUP <= seen; j += GROUP) {
                 V acc[GROUP];
                 for (int u = 0; u < GROUP; u++) acc[u] = dot(a, K + (j + u) * HS);
                 const auto sum = lane_sums(acc) * scale;
                 for (int u = 0; u < GROUP; u++) s[r * W + j + u] = sum[u];
             }
-            for (; j < W; j++) s[r * W + j] = lane_sum(dot(a, K + j * HS)) * scale;
+            for (; j < seen; j++) s[r * W + j] = lane_sum(dot(a, K + j * HS)) * scale;
         }
         return;
     }
     for (size_t j = 0; j < W; j++) {  // a key in registers, rows GROUP at a time
         V k[D];
         for (int d = 0; d < D; d++) k[d] = load<V>(K + j * HS + d * L);
-        size_t r = 0;
+        size_t r = causal && j > P ? j - P : 0;  // the first row that sees key j
         for (; r + GROUP <= N; r += GROUP) {
             V acc[GROUP];
             for (int u = 0; u < GROUP; u++) acc[u] = dot(k, q + (r + u) * q_stride);  // same products, same order
@@ -202,15 +205,16 @@ static T softmax_row(T *row, size_t W, const int32_t *idx, size_t n, T *compact)
     return 1 / lane_sum(z);
 }
 
-// R rows of weighted_sums, one L-wide slice of the values at a time: R sums in registers.
+// R rows of weighted_sums, one L-wide slice of the values at a time: R sums in registers. The rows' weights
+// are W apart; the sums run over the first ``seen`` entries.
 template <typename T, int HS, int R>
-static void value_tile(const T *e, size_t W, const T *Vs, const T *inv, T *y, size_t y_stride) {
+static void value_tile(const T *e, size_t W, size_t seen, const T *Vs, const T *inv, T *y, size_t y_stride) {
     typedef typename Vec<T>::V V;
     const int L = sizeof(V) / sizeof(T), D = HS / L;
     for (int d = 0; d < D; d += 2) {  // two slices: each weight loaded once for both (D is even)
         V acc[R][2];
         for (int u = 0; u < R; u++) acc[u][0] = acc[u][1] = V{};
-        for (size_t j = 0; j < W; j++) {
+        for (size_t j = 0; j < seen; j++) {
             const V v0 = load<V>(Vs + j * HS + d * L), v1 = load<V>(Vs + j * HS + (d + 1) * L);
             for (int u = 0; u < R; u++) {
                 const V w = V{} + e[u * W + j];
@@ -229,15 +233,18 @@ static void value_tile(const T *e, size_t W, const T *Vs, const T *inv, T *y, si
 // y_r = inv_r * sum over j < W of e[r * W + j] v_j, in order of j (an invisible entry adds an exact 0),
 // written at y + r * y_stride. Few rows: a row at a time, its HS / L sums in registers; more: tiles of
 // ROWS rows, one L-wide slice of the values at a time. Each sum sees the same terms in the same order.
+// causal: a row's sum (a tile's) stops after the last entry it (its last row) sees; what it skips adds 0.
 template <typename T, int HS>
-static void weighted_sums(const T *e, size_t N, size_t W, const T *Vs, const T *inv, T *y, size_t y_stride) {
+static void weighted_sums(const T *e, size_t N, size_t W, size_t P, bool causal, const T *Vs, const T *inv, T *y,
+                          size_t y_stride) {
     typedef typename Vec<T>::V V;
     const int L = sizeof(V) / sizeof(T), D = HS / L;
     if (N < GROUP) {
         for (size_t r = 0; r < N; r++) {
             V acc[D];
             for (int d = 0; d < D; d++) acc[d] = V{};
-            for (size_t j = 0; j < W; j++)
+            const size_t seen = causal ? P + r + 1 : W;
+            for (size_t j = 0; j < seen; j++)
                 for (int d = 0; d < D; d++) acc[d] = madd(V{} + e[r * W + j], load<V>(Vs + j * HS + d * L), acc[d]);
             for (int d = 0; d < D; d++) {
                 const V o = acc[d] * inv[r];
@@ -247,13 +254,16 @@ static void weighted_sums(const T *e, size_t N, size_t W, const T *Vs, const T *
         return;
     }
     for (size_t r0 = 0; r0 < N; r0 += ROWS) {
-        switch (N - r0 < ROWS ? N - r0 : ROWS) {  // R a constant: the R sums stay in registers
-            case 1: value_tile<T, HS, 1>(e + r0 * W, W, Vs, inv + r0, y + r0 * y_stride, y_stride); break;
-            case 2: value_tile<T, HS, 2>(e + r0 * W, W, Vs, inv + r0, y + r0 * y_stride, y_stride); break;
-            case 3: value_tile<T, HS, 3>(e + r0 * W, W, Vs, inv + r0, y + r0 * y_stride, y_stride); break;
-            case 4: value_tile<T, HS, 4>(e + r0 * W, W, Vs, inv + r0, y + r0 * y_stride, y_stride); break;
-            case 5: value_tile<T, HS, 5>(e + r0 * W, W, Vs, inv + r0, y + r0 * y_stride, y_stride); break;
-            default: value_tile<T, HS, 6>(e + r0 * W, W, Vs, inv + r0, y + r0 * y_stride, y_stride); break;
+        const size_t R = N - r0 < ROWS ? N - r0 : ROWS, seen = causal ? P + r0 + R : W;
+        const T *et = e + r0 * W;
+        T *yt = y + r0 * y_stride;
+        switch (R) {  // R a constant: the R sums stay in registers
+            case 1: value_tile<T, HS, 1>(et, W, seen, Vs, inv + r0, yt, y_stride); break;
+            case 2: value_tile<T, HS, 2>(et, W, seen, Vs, inv + r0, yt, y_stride); break;
+            case 3: value_tile<T, HS, 3>(et, W, seen, Vs, inv + r0, yt, y_stride); break;
+            case 4: value_tile<T, HS, 4>(et, W, seen, Vs, inv + r0, yt, y_stride); break;
+            case 5: value_tile<T, HS, 5>(et, W, seen, Vs, inv + r0, yt, y_stride); break;
+            default: value_tile<T, HS, 6>(et, W, seen, Vs, inv + r0, yt, y_stride); break;
         }
     }
 }
@@ -291,10 +301,10 @@ static void attend(const T *qkv, size_t N, size_t nh, T *K, T *Vs, size_t capaci
     }
     for (size_t h = 0; h < nh; h++) {
         const T *Kh = K + h * capacity * HS, *Vh = Vs + h * capacity * HS;
-        scores<T, HS>(qkv + h * HS, 3 * C, N, Kh, W, scale, e.data());
+        scores<T, HS>(qkv + h * HS, 3 * C, N, Kh, W, P, bias == NULL, scale, e.data());
         for (size_t i = 0; i < N; i++)
             inv[i] = softmax_row<T>(e.data() + i * W, W, idx.data() + i * W, count[i], compact.data());
-        weighted_sums<T, HS>(e.data(), N, W, Vh, inv.data(), y + h * HS, C);
+        weighted_sums<T, HS>(e.data(), N, W, P, bias == NULL, Vh, inv.data(), y + h * HS, C);
     }
 }
 

@@ -18,6 +18,13 @@ weights: in rounds they come from DRAM, and one panel streamed by a 4-6 row tile
 prefetcher does not run far enough ahead of, so the arithmetic waited on memory instead of overlapping it
 (linear.cpp has the figures: 9 rows 1123 -> 949 us, caches evicted; 1 row unchanged).
 
+On a CPU with AVX-512 (Zen 5 here since 2026-11-26) the vectors are 64 bytes and a tile may hold 12 rows
+(32 registers), so a panel is 32 floats wide. Whole pass, 1 thread, 200 repeats after 128 cache entries,
+AVX2 build against AVX-512 build of the same source on the same Zen 5: 1 row 289-308 -> 284-293 us, 5 rows
+450-462 -> 342-361, 9 rows 731-747 -> 445-465, 17 rows 1165-1203 -> 761-767, a 128-token prefill 7.3 ->
+4.2 ms. So v(5) fell from ~1.55 to ~1.21 there. A column's sum is the same FMAs in the same order at
+either width: the width changes the speed, never the numbers.
+
 What it does not change: the numbers, within float rounding (each row's sums run in order over the
 input; MKL's run in blocks), checked against torch.addmm in tests/test_linear.py and, through the whole
 pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1e-5 in float32). And a
@@ -42,7 +49,6 @@ from torch.nn import functional as F
 
 from specviz.native import kernel
 
-VECS, VECTOR_BYTES = 2, 32  # a panel row is 2 vectors of 32 bytes (linear.cpp): 16 floats, 8 doubles
 _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
 
 
@@ -58,7 +64,8 @@ class Linear:
         self.weight_t = weight.detach().t().contiguous()  # (in, out), as addmm wants it
         self.n_in, self.n_out = self.weight_t.shape
         lib, dtype = kernel(), self.weight_t.dtype
-        panel = VECS * VECTOR_BYTES // self.weight_t.element_size()  # a panel's columns
+        # a panel's columns: 2 vectors (linear.cpp), 16 floats with AVX2, 32 with AVX-512
+        panel = lib.linear_panel_bytes() // self.weight_t.element_size() if lib is not None else 1
         self.fn = getattr(lib, _SYMBOLS[dtype]) if lib is not None and dtype in _SYMBOLS else None
         self.panels = self.padded_bias = None  # (width / panel, in, panel): each panel's rows contiguous
         self.width = -(-self.n_out // panel) * panel  # whole panels: lm_head's 65 columns take 80, zeros past 65

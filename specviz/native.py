@@ -27,6 +27,7 @@ _ATTEND = [_ptr, _size, _size, _size, _ptr, _ptr, _size, _size, _ptr, _size, cty
 SIGNATURES = {  # symbol -> (return type, argument types)
     "linear_rows_f32": (None, _LINEAR),
     "linear_rows_f64": (None, _LINEAR),
+    "linear_panel_bytes": (_size, []),  # the products' panel width: 64 bytes (AVX2), 128 (AVX-512)
     "attend_f32": (ctypes.c_int, _ATTEND),  # 0 done, 1 a head size it was not built for
     "attend_f64": (ctypes.c_int, _ATTEND),
 }

@@ -53,7 +53,7 @@ def test_a_row_does_not_depend_on_the_rows_beside_it(dtype):
     so the kernel cannot make a verify pass disagree with the baseline's passes by rounding."""
     if native.kernel() is None:
         pytest.skip(native.backend())
-    weight, bias = layer(256, 80, dtype)  # 5 panels in float32: whole groups and the rest, at every N
+    weight, bias = layer(256, 160, dtype)  # float32: 10 AVX2 panels or 5 AVX-512 ones, whole groups and the rest
     lin = Linear(weight, bias)
     x = torch.randn(ROWS[-1], 256, generator=torch.Generator().manual_seed(2), dtype=dtype)
     alone = torch.cat([lin(x[i : i + 1]) for i in range(ROWS[-1])])
@@ -62,13 +62,15 @@ def test_a_row_does_not_depend_on_the_rows_beside_it(dtype):
 
 
 def test_a_width_short_of_whole_panels_is_padded_and_never_returned():
-    """lm_head's 65 columns: the kernel runs 80 (zeros past 65) and returns the first 65, a row at a
-    time as in a pass, bit for bit."""
+    """lm_head's 65 columns: the kernel runs whole panels (80 columns with AVX2's 16-float panels, 96 with
+    AVX-512's 32; zeros past 65) and returns the first 65, a row at a time as in a pass, bit for bit."""
     if native.kernel() is None:
         pytest.skip(native.backend())
+    panel = native.kernel().linear_panel_bytes() // 4  # floats
+    assert panel in (16, 32)
     weight, bias = layer(64, 65, torch.float32)
     lin = Linear(weight, bias)
-    assert lin.fn is not None and lin.width == 80
+    assert lin.fn is not None and lin.width == -(-65 // panel) * panel
     x = torch.randn(7, 64)
     got = lin(x)
     assert got.shape == (7, 65)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <type_traits>
 #include <vector>
 
 #include "vec.h"
@@ -30,6 +31,14 @@ static inline Vec<double>::V madd(Vec<double>::V a, Vec<double>::V b, Vec<double
 #else
 template <typename V>
 static inline V madd(V a, V b, V c) { return a * b + c; }
+#endif
+#if defined(__AVX512F__) && defined(__x86_64__)  // the weighted sums' wide vectors (SumVec)
+static inline WideVec<float>::V madd(WideVec<float>::V a, WideVec<float>::V b, WideVec<float>::V c) {
+    return _mm512_fmadd_ps(a, b, c);
+}
+static inline WideVec<double>::V madd(WideVec<double>::V a, WideVec<double>::V b, WideVec<double>::V c) {
+    return _mm512_fmadd_pd(a, b, c);
+}
 #endif
 
 // exp(x) for x <= 0 (a softmax's x - max), lane by lane: 2^n * e^r with |r| <= ln2 / 2 (Cody-Waite),
@@ -205,11 +214,20 @@ static T softmax_row(T *row, size_t W, const int32_t *idx, size_t n, T *compact)
     return 1 / lane_sum(z);
 }
 
+// The weighted sums' vector: a lane is one dimension of the head, summed over the entries in order on its
+// own, so the widest vector (vec.h's WideVec) gives the same bits as vec.h's Vec (tests/test_linear.py),
+// faster: the whole pass after 200 entries, 9 rows 506-515 -> 481-506 us, 17 rows 850-868 -> 802-831, 1 row
+// the same (Zen 5, AVX-512, 1 thread, 3 interleaved runs, 2026-11-26). A head too narrow for two wide
+// vectors (16 floats) keeps Vec.
+template <typename T, int HS>
+using SumVec = typename std::conditional<(HS * sizeof(T) >= 2 * sizeof(typename WideVec<T>::V)),
+                                         typename WideVec<T>::V, typename Vec<T>::V>::type;
+
 // R rows of weighted_sums, one L-wide slice of the values at a time: R sums in registers. The rows' weights
 // are W apart; the sums run over the first ``seen`` entries.
 template <typename T, int HS, int R>
 static void value_tile(const T *e, size_t W, size_t seen, const T *Vs, const T *inv, T *y, size_t y_stride) {
-    typedef typename Vec<T>::V V;
+    typedef SumVec<T, HS> V;
     const int L = sizeof(V) / sizeof(T), D = HS / L;
     for (int d = 0; d < D; d += 2) {  // two slices: each weight loaded once for both (D is even)
         V acc[R][2];
@@ -237,7 +255,7 @@ static void value_tile(const T *e, size_t W, size_t seen, const T *Vs, const T *
 template <typename T, int HS>
 static void weighted_sums(const T *e, size_t N, size_t W, size_t P, bool causal, const T *Vs, const T *inv, T *y,
                           size_t y_stride) {
-    typedef typename Vec<T>::V V;
+    typedef SumVec<T, HS> V;
     const int L = sizeof(V) / sizeof(T), D = HS / L;
     if (N < GROUP) {
         for (size_t r = 0; r < N; r++) {

@@ -22,15 +22,11 @@
 
 #include "vec.h"
 
-// The products' vector: AVX-512's 64 bytes where the CPU has it (Zen 4/5, recent Xeons: a 5-row pass's
-// products took 0.6 of their AVX2 time on Zen 5, 1 thread, 2026-11-26), else vec.h's 32.
+// The products' vector is vec.h's WideVec: AVX-512's 64 bytes where the CPU has them (Zen 4/5, recent
+// Xeons: a 5-row pass took 0.77 of its AVX2 time on Zen 5, 1 thread, 2026-11-26), with 32 registers.
 #if defined(__AVX512F__) && defined(__x86_64__)
-template <typename T>
-struct WideVec { typedef T V __attribute__((vector_size(64))); };
 enum { REGS = 32, ROWS = 12 };  // vector registers; rows per tile at most (12 x 2 accumulators)
 #else
-template <typename T>
-struct WideVec { typedef typename Vec<T>::V V; };
 enum { REGS = 16, ROWS = 6 };
 #endif
 enum { PV = 2 };  // vectors per panel row

@@ -16,3 +16,14 @@ static inline V load(const T *p) {
     memcpy(&v, p, sizeof v);  // unaligned: compiles to one vector load
     return v;
 }
+
+// The widest vector the CPU has: AVX-512's 64 bytes where it has them, else Vec's 32. For loops whose
+// lanes never meet (each lane a column, or a dimension, summed on its own in the same order at any
+// width): there the width changes the speed, never the numbers.
+#if defined(__AVX512F__) && defined(__x86_64__)
+template <typename T>
+struct WideVec { typedef T V __attribute__((vector_size(64))); };
+#else
+template <typename T>
+struct WideVec { typedef typename Vec<T>::V V; };
+#endif

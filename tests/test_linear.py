@@ -122,3 +122,43 @@ def test_without_march_native_it_builds_for_any_cpu(rebuild, tmp_path):
     weight, bias = layer(256, 768, torch.float32)
     x = torch.randn(5, 256)
     assert float((Linear(weight, bias)(x) - addmm(weight, bias, x)).abs().max()) < TOL[torch.float32]
+
+
+def _passes(model) -> list[torch.Tensor]:
+    """Logits of a prefill, one-token and verify passes of ``model`` on the kernels built now (fresh lean
+    weights: the panels' width is the build's)."""
+    from specviz import cached_model
+
+    cached_model._WEIGHTS.pop(model, None)
+    lm = cached_model.CachedModel(model)
+    ctx = [(i * 7 + i // 3) % model.config.vocab_size for i in range(260)]
+    out = [lm.forward(ctx[:250], list(range(250)))]  # a prefill: tiles of rows, causal attention
+    lm.keep(list(range(200)), ctx[:200])
+    for n in (1, 5, 9, 13):  # a one-token pass, and chains after the cache
+        out.append(lm.forward(ctx[200 : 200 + n], list(range(200, 200 + n))))
+    cached_model._WEIGHTS.pop(model, None)
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
+def test_avx512_and_avx2_builds_give_the_same_bits(rebuild, tmp_path, dtype):
+    """Where the CPU has AVX-512 the products and attention's weighted sums run on 64-byte vectors (vec.h's
+    WideVec). A lane there is one column or one dimension, summed in the same order at either width, so
+    the whole pass's logits must be bit for bit those of a build without AVX-512."""
+    from models.checkpoint import load_checkpoint
+
+    lib = native.kernel()
+    if lib is None or lib.linear_panel_bytes() != 128:
+        pytest.skip("the CPU (or the build) has no AVX-512: one width only")
+    model = load_checkpoint("target", dtype=dtype).model
+    wide = _passes(model)
+    real = native.compiler()
+    cxx = tmp_path / "cxx"  # the same compiler, told not to use AVX-512
+    cxx.write_text(f'#!/bin/sh\nexec {real} "$@" -mno-avx512f\n')
+    cxx.chmod(0o755)
+    rebuild.setenv("CXX", str(cxx))
+    native._build.cache_clear()
+    assert native.kernel().linear_panel_bytes() == 64
+    narrow = _passes(model)
+    for a, b in zip(wide, narrow, strict=True):
+        assert torch.equal(a, b)

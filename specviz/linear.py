@@ -18,7 +18,7 @@ weights: in rounds they come from DRAM, and one panel streamed by a 4-6 row tile
 prefetcher does not run far enough ahead of, so the arithmetic waited on memory instead of overlapping it
 (linear.cpp has the figures: 9 rows 1123 -> 949 us, caches evicted; 1 row unchanged).
 
-On a CPU with AVX-512 (Zen 5 here since 2026-11-26) the vectors are 64 bytes and a tile may hold 12 rows
+On a CPU with AVX-512 (Zen 5 here since 2026-11-26) the vectors are 64 bytes and a tile may hold 14 rows
 (32 registers), so a panel is 32 floats wide. Whole pass, 1 thread, 200 repeats after 128 cache entries,
 AVX2 build against AVX-512 build of the same source on the same Zen 5: 1 row 289-308 -> 284-293 us, 5 rows
 450-462 -> 342-361, 9 rows 731-747 -> 445-465, 17 rows 1165-1203 -> 761-767, a 128-token prefill 7.3 ->

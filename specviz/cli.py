@@ -193,7 +193,7 @@ def prepare(args, max_new_tokens: int):
     return target, prompt, settings, draft_model
 
 
-COSTS_HELP = ("what adaptive K takes a verify pass to cost: measured on this machine first (~3-5 s), or the "
+COSTS_HELP = ("what adaptive K takes a verify pass to cost: measured on this machine first (~3 s), or the "
               "reference machine's figures (specviz/costs.py)")  # fmt: skip
 
 

@@ -28,17 +28,12 @@ drafts below their cost there. Tiles of 4 rows or more prefetching their weights
 attention's lane sums by horizontal adds (attention.cpp) then brought it down to v(2) 1.01, v(5) 1.29,
 v(9) 1.64, v(17) 2.55 (the bench's ``measure``, 2026-11-25, 02:12; 1.04, 1.30, 1.68 and 2.29 at 02:49), a one-token pass about the same.
 
-A tree's pass also builds its mask, and attention reads it (every row scores every entry, where a chain's
-rows skip those they cannot see): +0.03 to 0.05 over a chain's at N = 3..13 on the reference machine
-(distilled tree, 2..24 nodes): ``TREE_MASK``. On a Zen 5 with AVX-512 (2026-11-26), where the products of a
-few rows cost little, the same pass cost +0.04 at N = 2-3, +0.08 at 5 and +0.14 at 9-17, so ``measure``
-times tree passes too, and a measured curve prices a tree by its own excess (``CostCurve.tree``); priced at
-+0.04 there, the trie, suffix decoding and Medusa drafted trees that did not pay (slower than the baseline
-by the sign test at adaptive K, T = 0.8).
+A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
+nodes, reference machine): ``TREE_MASK``, on every curve.
 
 A curve is an input of a run, like its seed: adaptive K reads it, never the clock, so a run is the same
 for the same seed and curve. ``REFERENCE`` is the default (tests, the model card's sample); the bench, the
-CLI's ``--k auto`` and the app measure their machine's once (``measure``: ~3-5 s).
+CLI's ``--k auto`` and the app measure their machine's once (``measure``: ~3 s).
 """
 
 import bisect
@@ -52,7 +47,6 @@ from pathlib import Path
 import torch
 
 from specviz.cached_model import CachedModel
-from specviz.drafters.base import tree_mask
 from specviz.sampling import probs_from_logits
 
 N_MAX = 256  # the longest pass a round can send: a round never spans a window jump (block_size 256)
@@ -62,28 +56,22 @@ TREE_MASK = 0.04
 # The passes ``measure`` times: every N a chain or a small tree sends, then a few wider ones (lookahead's
 # window, big trees) between which the curve is a straight line.
 MEASURED = (*range(1, 33), 40, 48, 64, 96, 128)
-TREES = (3, 5, 7, 9, 13, 17, 25, 33, 64, 128)  # of those, the N a tree is timed at too (straight lines between)
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, cheaply, as adaptive K's cache key
 class CostCurve:
     verify: tuple[float, ...]  # v(N) for N = 1 .. N_MAX; v(1) = 1
     source: str  # where the figures come from: "reference machine" or "measured on <cpu>, <n> thread(s)"
-    tree: tuple[float, ...] = ()  # what a tree's pass of N tokens costs over a chain's, N = 1 .. N_MAX; () TREE_MASK
 
     def v(self, n_tokens: int, tree: bool = False) -> float:
         """The cost of a round whose pass covers ``n_tokens`` (a tree's: plus its mask)."""
         if n_tokens <= 1:
             return 1.0
-        chain = self.verify[min(n_tokens, len(self.verify)) - 1]
-        if not tree:
-            return chain
-        return chain + (self.tree[min(n_tokens, len(self.tree)) - 1] if self.tree else TREE_MASK)
+        return self.verify[min(n_tokens, len(self.verify)) - 1] + (TREE_MASK if tree else 0.0)
 
     def summary(self) -> str:
-        """One line for a bench row or a summary: the source and v at a few N (and a tree's excess at 9)."""
-        tree = f", a tree +{self.v(9, tree=True) - self.v(9):.2f} at 9" if self.tree else ""
-        return f"{self.source}: " + ", ".join(f"v({n}) {self.v(n):.2f}" for n in (2, 5, 9, 17)) + tree
+        """One line for a bench row or a summary: the source and v at a few N."""
+        return f"{self.source}: " + ", ".join(f"v({n}) {self.v(n):.2f}" for n in (2, 5, 9, 17))
 
 
 def _reference(n: int) -> float:
@@ -128,41 +116,30 @@ def measure(model, repeats: int = 8, sizes=MEASURED, seed: int = 0, progress=Non
     the machine's speed drifts (on a shared 2-core VM a one-token pass took 1.3 ms, then 2.0 ms
     minutes later), the ratio much less. The sizes run in a shuffled order each repeat, each pass
     after half a window of cache, as a round's does in the middle of a window (a pass writes its keys
-    after the cache as scratch, which the next pass overwrites). Each N from 3 on is also timed as a
-    tree at the sizes in TREES (a binary one: its mask built, as a round builds it, and read by
-    attention), and the median of its excess over the chain's, in one-token passes, is the curve's
-    ``tree``. ``progress(done,
-    total)`` after every repeat."""
+    after the cache as scratch, which the next pass overwrites). ``progress(done, total)`` after
+    every repeat."""
     lm = CachedModel(model)
     P = model.config.block_size // 2
     sizes = [n for n in sizes if n <= P]
     context = [i % model.config.vocab_size for i in range(2 * P)]
 
-    def once(n: int, tree: bool = False) -> float:
+    def once(n: int) -> float:
         t0 = time.perf_counter()
-        # a binary tree of n - 1 nodes: two children of the root, two of each node after them. (n, n)
-        mask = tree_mask([-1 if i < 2 else (i - 2) // 2 for i in range(n - 1)]) if tree else None
-        probs_from_logits(lm.forward(context[P : P + n], list(range(P, P + n)), mask), 1.0)  # (n, V)
+        probs_from_logits(lm.forward(context[P : P + n], list(range(P, P + n))), 1.0)  # (n, V)
         return time.perf_counter() - t0
 
     with torch.inference_mode():
         lm.sync(context[: P + 1])  # the cache holds context[:P]
         for n in sizes:  # warm every shape once
             once(n)
-            once(n, tree=n in TREES)
         ratios = {n: [] for n in sizes if n > 1}
-        excess = {n: [] for n in sizes if n in TREES}  # N <= 2: a tree of 1 node is a chain
         order = random.Random(seed)
         for rep in range(repeats):
             for n in order.sample(list(ratios), len(ratios)):
                 before, t, after = once(1), once(n), once(1)
                 ratios[n].append(2 * t / (before + after))
-                if n in excess:
-                    excess[n].append(2 * (once(n, tree=True) - once(n)) / (before + after))
             if progress:
                 progress(rep + 1, repeats)
     points = {1: 1.0} | {n: max(1.0, statistics.median(r)) for n, r in ratios.items()}
-    tree = {1: 0.0, 2: 0.0} | {n: max(0.0, statistics.median(r)) for n, r in excess.items()}
     threads = torch.get_num_threads()
-    return CostCurve(interpolate(points, N_MAX), f"measured on {cpu_name()}, {threads} thread{'s' * (threads > 1)}",
-                     interpolate(tree, N_MAX) if len(tree) > 2 else ())  # fmt: skip
+    return CostCurve(interpolate(points, N_MAX), f"measured on {cpu_name()}, {threads} thread{'s' * (threads > 1)}")

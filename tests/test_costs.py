@@ -24,13 +24,6 @@ def test_the_reference_curve_is_the_reference_machines_two_lines():
     assert REFERENCE.summary() == "reference machine: v(2) 1.11, v(5) 1.22, v(9) 1.51, v(17) 1.79"
 
 
-def test_a_curve_with_a_tree_excess_prices_trees_by_it():
-    curve = CostCurve(interpolate({1: 1.0, 9: 1.8}), "t", interpolate({1: 0.0, 2: 0.0, 9: 0.3}))
-    assert curve.v(9, tree=True) == pytest.approx(2.1) and curve.v(9) == pytest.approx(1.8)
-    assert curve.v(2, tree=True) == curve.v(2)  # a tree of one node is a chain
-    assert curve.v(400, tree=True) == curve.verify[-1] + curve.tree[-1]  # past the table: its last figures
-
-
 def test_interpolate_joins_the_measured_sizes_with_straight_lines():
     v = interpolate({1: 1.0, 2: 1.5, 4: 1.3, 8: 2.1}, 10)
     assert v[:4] == (1.0, 1.5, pytest.approx(1.4), 1.3)  # a dip is kept: it is what was measured
@@ -47,11 +40,6 @@ def test_a_measured_curve_is_a_curve_and_reaches_the_rounds(target):
     assert ticks == [(1, 2), (2, 2)]
     assert len(curve.verify) == N_MAX and is_curve(curve.verify)
     assert curve.source == f"measured on {cpu_name()}, 1 thread" and cpu_name()
-    # a tree's excess over a chain's pass, measured from 3 tokens on: never negative, none below 3
-    assert len(curve.tree) == N_MAX and curve.tree[:2] == (0.0, 0.0)
-    assert all(math.isfinite(x) and x >= 0.0 for x in curve.tree)
-    assert curve.v(9, tree=True) == curve.v(9) + curve.tree[8] and curve.v(1, tree=True) == 1.0
-    assert curve.summary().endswith(f", a tree +{curve.tree[8]:.2f} at 9")
     # a curve where no draft can pay: adaptive K plain-decodes every round, and each record says why
     dear = CostCurve(interpolate({1: 1.0, 2: 50.0, 3: 100.0}), "dear")
     prompt = target.tokenizer.encode("ROMEO:\n")

@@ -37,7 +37,7 @@ def load_models():
     return load_checkpoint("target"), load_checkpoint("tiny")
 
 
-@st.cache_resource(show_spinner="Measuring what a verify pass costs on this machine (once, a few seconds)...")
+@st.cache_resource(show_spinner="Measuring what a verify pass costs on this machine (once, ~3 s)...")
 def machine_costs() -> CostCurve:
     """This machine's verify-cost curve (specviz/costs.py), measured once per server process."""
     target, _ = load_models()

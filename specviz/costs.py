@@ -29,7 +29,11 @@ attention's lane sums by horizontal adds (attention.cpp) then brought it down to
 v(9) 1.64, v(17) 2.55 (the bench's ``measure``, 2026-11-25, 02:12; 1.04, 1.30, 1.68 and 2.29 at 02:49), a one-token pass about the same.
 
 A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
-nodes, reference machine): ``TREE_MASK``, on every curve.
+nodes, reference machine): ``TREE_MASK``, on every curve. On a Zen 5 with AVX-512 (2026-11-26) a binary
+tree's pass measured +0.11-0.17 over a chain's at N = 3-7, +0.2 at 9 and +0.35 at 17, back to back; a
+curve that priced trees by that excess was tried and not kept: paired with the baseline (11 presets x 3,
+T = 0.8, adaptive K) the distilled tree fell 1.059x -> 0.974x, suffix decoding stayed at 0.94x and the
+trie moved within noise (0.92x -> 0.95x).
 
 A curve is an input of a run, like its seed: adaptive K reads it, never the clock, so a run is the same
 for the same seed and curve. ``REFERENCE`` is the default (tests, the model card's sample); the bench, the

@@ -37,93 +37,64 @@ only). "MB" is what the drafter adds to plain decoding in memory: its tables, he
 caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-What changed since the run before (02:49-03:09 on 2026-11-25, commit dc4228c). Adaptive K now stops
-the distilled chain character by character at T = 0 (`adaptive.Stopper`): the table records, per
-context, how often the target's argmax after it was the table's mode (its agreement, format 2 of the
-table, rebuilt), which is the chance that a T = 0 draft of that character is accepted, known before it
-is drafted and well calibrated on the target's own greedy text (rows at 0.3 accepted 0.29 of the
-time, at 0.9 and above 0.98); the drafter asks before each character and drafts on while a deeper K
-still promises more characters per unit of time. The draft's length is a stopping time, so the output
-is unchanged (greedy equals the baseline, tested). Offline, on the presets' greedy text with round
-costs measured in rounds, it promised 2.75 characters per unit of cost against 2.42 at the best fixed
-K; paired with the baseline in rounds (11 presets x 2, 1 thread, run alongside) it read 2.22x and
-2.42x against 2.08x and 2.16x for adaptive K by alpha alone and 2.20x at K = 4. In these full runs it
-did not beat K = 4: 2.13x against 2.12x here, 2.21x against 2.30x in the other run of this commit
-(04:42-05:05, 1 thread, load 1.0: A/A 0.962x at T = 0, and 1.79x at T = 0.8, where this run reads
-1.89x). It drafts deep (4.5-4.9 tokens a pass against 3.66 at K = 4), and its passes cost more in
-rounds than the curve it is priced with says (verify v 2.04 here; the curve's v(9) 1.59): the
-measured curve times passes back to back, and in rounds every pass costs more per row (K = 4: 1.70
-against v(5) 1.30). Pricing with the curve's excess over 1 scaled by 1.5 or 2 measured worse (2.25x
-and 2.18x against 2.42x, paired). Medusa is now priced as its rounds cost on this CPU (0.4 a level,
-0.25 a call: a K = 1 tree round cost 1.86 baseline rounds, ~1.3 on the curve), so adaptive K no longer
-drafts its tree where it does not pay (0.89x at T = 0.8, slower by the sign test, in the run before;
-0.99x and 0.92x, ties, in the two runs of this commit). And 4-6 row tiles of `specviz/linear.cpp`
-broadcast each input once for all their weight vectors, and every tile of a panel that takes several
-prefetches the next panel (7 rows, caches evicted: 1479 -> 1303 us). What caps the ratio at T = 0,
-measured this session: each extra row of a pass costs its products at about the core's peak rate (~83
-us a row for the 17 products at 16 multiply-adds a cycle and 2.45 GHz; 6 rows in cache took 514 us), and the
-window's jumps re-prefill 128 tokens (~20 ms each, MKL's gemm at ~81 GFLOP/s), a fixed cost of every
-generation: 8% of plain decoding's time on the presets and 20% of the distilled chain's at adaptive K.
-The run before (commit dc4228c) read 2.31x at T = 0 and 1.96x at T = 0.8 with adaptive K by alpha alone.
-The history of this CPU. Every run up to 12:46 on 2026-11-24 (commit f1c8844) ran on a
-machine whose CPU the bench did not record then, where a pass over N tokens cost v(2) = 1.11, v(5) =
-1.22 and v(9) = 1.51 one-token passes (the reference curve, `specviz/costs.py`). There the distilled
-chain reached 2.97x at T = 0 and 2.48x at T = 0.8, our baseline 796 tokens/s against transformers' 479
-(1.66x), and 13 of 32 default configurations read below 1.00, 3 of them slower by the sign test. This
-AMD EPYC (2 cores, AVX2) ran a pass over a few rows far slower against a one-row pass while the
-lean pass's products went to torch.addmm (v(2) 1.33-1.45, v(5) 1.63-1.76, v(9) 1.84-1.96 in seven
-measurements): MKL's kernels for a few rows read every weight again for every row or two. Since commit
-212ae2f the products run on a kernel of our own (`specviz/linear.py`) that reads each weight once for
-all the rows of a pass, and since f8daeac on its second version: panels of 16 columns, tiles of up to 6
-rows, each weight vector loaded once into a register (GCC had folded the load into every multiply-add,
-so a 4-row tile loaded each weight four times and ran at 45 GFLOP/s in cache against 72-92 after).
-Paired in one process, the whole pass took 0.91-0.95 of the first version's time at 2-17 rows. One
-core here does about 100 GFLOP/s of multiply-adds (an earlier version of this text said 31-42: that
-loop kept its accumulators in memory), so the products add about 60 us a row to a pass in a loop. Medusa
-with adaptive K had drafted where it did not pay (0.913x, slower by the sign test, in the run of
-212ae2f): its drafts were priced at 0.0125 of a pass a node, where a draft call measured 0.19 of a
-pass at K = 1 and 0.45 at K = 4 (the heads run once a level). Adaptive K prices a cost per level
-(`Drafter.level_cost`; Medusa 0.1 a level and 0.005 a node, commit 24edde5), and no default
-configuration has been slower by the sign test since. Those below 1.00 are mostly drafters that never
-drafted in the run (1.00 tokens a pass): their rounds are the baseline's, and the A/A test reads
-0.94x-1.03x from one run to the next on this shared VM.
-The figures below about idle drafters and v come from the earlier machine.
-Why default configurations lost there, by 0.2-1%. A drafter that adaptive K idles either never
-drafts again, or stays ready to resume. Never again (too costly to shadow: the neural drafts, EAGLE,
-layer-skip; or no acceptance could pay for its pass): the engine neither asks nor updates it and keeps
-no features for it, so its round is the baseline's plus adaptive K's cached answer and an idle note
-(+0.7-0.9 µs, the draft phase's medians in rounds). Paired round by round with the baseline on the same
-tokens (11 presets × 2, T = 0.8, 1 thread, 2026-11-24), those rounds measured 2.3-3.3 µs over its
-~1150 µs, the rest in the verify phase, whose code and inputs are the same: where the run's tensors
-land in memory. That is 0.2-0.3%, and over 33 pairs the sign test sometimes called it slower. Ready to
-resume: every few idle rounds it drafts one level that is scored but not verified (a shadow, kept
-within 1% of a pass), and every round it learns from the emitted tokens (NASD's table, the trie's).
-Lookahead pays that and could not win it back there: its window rides in every drafting round's pass
-(v ≈ 2.1 at K = 4), so a draft pays only at an acceptance it shows just after lucky shadows. Without
-shadows it tied (0.999x at both temperatures, 11 presets × 2); with them it lost 0.5-1% (0.991x and
-0.989x). On this CPU a drafting round's pass costs more still, and no acceptance pays for its window
-(never_drafts): it ties.
-What helped, measured against the baseline in one run: pricing a verify pass as measured (two lines
-with a step at 9 rows, where the matmuls take a second block of rows), MIN_GAIN 1.15 -> 1.05 (Medusa
-at T = 0.8 0.98x -> 1.05x; specviz/adaptive.py has the A/B figures), and the distilled chain drawing
-from its q in plain Python (draft c at T = 0.8 0.040 -> 0.023, its speedup 2.31x -> 2.43x).
-Measured and not kept: a calibration of the predicted tokens, a higher MIN_GAIN, half the shadow
-budget, retiring a drafter for good at T > 0, starting a drafter too costly to shadow (it loses 1-3%
-to its first drafts' catch-up), reading p and q as Python lists in the token-wise walk (slower: the
-trigram's verify phase 69 -> 82 µs, the neural tree's 102 -> 146 µs in rounds) and MKL's packed linear
-for N > 1 (16 matmuls of the target at N = 5: 1.44 one-row passes, addmm 1.23). After a ~1 ms target
-pass the CPU's caches are cold and small work costs several times what it costs alone (silu on 256
-floats: 8.7 µs right after a target step, 1.1 µs in a loop; one torch.rand call 17 µs), so the round's
-own bookkeeping avoids torch calls where Python lists do: the uniforms come from a buffer
-(sampling.Stream), a draw is an inverse CDF over the row's 65 floats, a chain's attention mask is a
-view, a tree's mask is built from bytes, and a sampled tree's sibling q is derived only for the
-children tried. Chain drafters keep at most about 1 / v(K + 1) of their ideal: in rounds (distilled
-chain, K = 1..16, 6 presets, T = 0) a verify pass over N tokens costs v(2) = 1.11, v(5) = 1.22, v(8) =
-1.34, v(9) = 1.52 and v(17) = 1.80 one-token passes (float32: a 5-row pass does five times the
-multiply-adds of a 1-row one), so at K = 4 only drafters with short or cheap drafts reach 0.8.
-Bookkeeping: a plain round's is 0.03-0.05 of a pass and a chain drafter's at most 0.09; a tree's is
-higher at T = 0.8 (0.11-0.12; 0.12-0.13 before keep() gathered every layer in one index_select), since
-every child tried is a check and every rejected one a residual."""
+A new machine. This run's CPU reports itself as "AMD EPYC" like the one before, but it is a Zen 5
+(family 26, AVX-512, 1 MB of L2 a core, 32 MB of L3, 2.6 GHz base), where every run up to
+2026-11-25 was on a Zen 3 (AVX2, 2.45 GHz). A one-token pass takes ~0.3 ms here against ~1.1-1.4 ms
+there, so the figures of the two machines are not comparable; the README's previous run (05:09-05:31
+on 2026-11-25, commit c6a9c8c, Zen 3) read 2.13x at T = 0 and 1.89x at T = 0.8. Another full run of
+this commit (04:24-04:29 on 2026-11-26, load 1.00) read 2.41x (distilled, adaptive K) and 2.35x (K =
+4) at T = 0, and 1.92x (K = 4) and 1.85x (adaptive) at T = 0.8.
+
+What changed (commits 2a1183a-52d93a5), and what it did on this machine. The kernels use AVX-512 where
+the CPU has it: the products (`specviz/linear.cpp`) on 64-byte vectors, with tiles of up to 14 rows in
+32 registers, and attention's weighted sums (`specviz/attention.cpp`) likewise. A lane is one column
+(or one head dimension) summed over the inputs in the same order at either width, so the logits are bit
+for bit those of the AVX2 build (tests/test_linear.py builds both and compares a prefill, a one-token
+pass and chains of 5-13); past a few rows a pass takes 0.6-0.8 of its AVX2 time (whole pass
+after 128 entries, 1 thread: 5 rows 450-462 -> 342-361 us, 9 rows 731-747 -> 445-465, a
+128-token prefill 7.3 -> 4.2 ms; 1 row the same). A chain's or a prefill's attention rows skip the
+entries they cannot see (a prefill's attention computed half its scores only to discard them). And a
+layer whose features a draft head reads (Medusa, EAGLE) is written straight into the features' rows,
+not copied after (the copy cost a one-token pass ~9 us). Paired on this machine, the code before
+(commit d99d58f) against this one, 11 presets x 256 tokens, 1 thread, two runs each: the baseline took
+1.136-1.160 s against 1.018-1.060 s; the distilled chain at T = 0 1.92x -> 2.34-2.39x at K = 4 and
+1.95-1.96x -> 2.45-2.48x with adaptive K; at T = 0.8 (noisier) 1.59-1.60x -> 1.72-1.94x at K = 4.
+Measured and not kept: pricing a tree's pass by its measured excess over a chain's on this machine
+(+0.11-0.17 at 3-7 tokens, +0.2 at 9; `specviz/costs.py` has the paired figures: the distilled tree
+fell 1.06x -> 0.97x at T = 0.8); AVX-512 for the scores' dot products (an even and an odd vector in one
+wide register: the same bits, no measurable gain); 7-row tiles of two panels (slower).
+
+What caps the ratio at T = 0 here. The window's jumps and the prompt's prefill: 3317 rows over the 11
+presets, ~4.2 ms per 128 rows with the products at about the core's peak, the same for every
+configuration: 11% of plain decoding's time and 27% of the distilled chain's with adaptive K
+(paired, 2026-11-26: 120-130 ms of 1090-1130 ms and of 460-490 ms). Without them the distilled
+chain's rounds alone run ~3.0x plain decoding's. Past 5 rows each row of a pass costs its products at
+the core's peak (~22 us a row) and its attention (~7 us after ~200 entries); and a drafting round's
+own Python (the draft, the walk over the checks, the record) costs ~110 us against plain decoding's
+~40 us (T = 0, adaptive K), ~17% of its round.
+
+Default configurations slower than the baseline. On this machine the A/A test reads within 1.2% of 1.00
+and the sign test calls 2-4% losses: in both runs of this commit, Medusa (0.96-0.97x, both
+temperatures), the trie and suffix decoding at T = 0.8 (0.92-0.95x), and lookahead at T = 0
+(0.96-0.98x); in the other run also eagle3 at T = 0 (0.99x), which never drafts (its rounds run the
+baseline's code): a hint of what this test calls slower on a VM whose speed drifts. The others
+draft in almost no round (1.00-1.09 tokens a pass, suffix decoding 1.34); what
+they lose is staying ready to resume: one-level shadow drafts scored every few idle rounds, the
+drafter's own update every round (the trie's and suffix decoding's indices, lookahead's Jacobi
+window), and for Medusa its features in every pass. Measured in rounds (T = 0.8): Medusa's idle draft
+phase 5.9 us a round against 1.1 us, the trie's 7.2 us (accept +0.8 us); at T = 0, lookahead 29 ms
+of draft and 119 ms of accept over 33 runs against eagle3's 16 and 107 (eagle3 never drafts: its
+rounds are the baseline's). On the slower machine the same losses were ties (0.94-0.98x) within its noise.
+Lookahead became a drafter that can pay on paper here (the flatter curve), so it shadows where on the
+Zen 3 it never drafted. Earlier sessions measured and did not keep the remedies at hand (backed-off or
+halved shadows, retiring idle drafters, a cautious resume: `specviz/adaptive.py` lists them with
+their figures).
+
+Chain drafters keep at most about 1 / v(K + 1) of their ideal, and less with the prefills: the
+"ideal" counts a prefill round as one pass, and here the prefills are a quarter of the distilled
+chain's time. Bookkeeping: a plain round's is 0.03-0.04 of a pass here, a chain drafter's at T = 0
+0.05-0.09, and at T = 0.8 0.07-0.13: each check is a few tensor reads and a record, and a rejection a
+residual and a draw, ~35-45 us a round against a one-token pass of ~0.3 ms."""
 
 
 def section(rows: list[dict], when: str) -> str:

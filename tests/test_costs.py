@@ -30,6 +30,9 @@ def test_interpolate_joins_the_measured_sizes_with_straight_lines():
     assert v[5] == pytest.approx(1.7)  # N = 6, halfway from 4 to 8
     assert v[8:] == (pytest.approx(2.3), pytest.approx(2.5))  # past the last: the line through the last two
     assert CostCurve(v, "t").v(40) == v[-1]  # past the table: its last figure
+    # a dip between the last two sizes is kept there, but never extended past them
+    dip = interpolate({1: 1.0, 64: 4.0, 96: 6.0, 128: 5.5}, 256)
+    assert dip[127] == 5.5 and dip[111] == pytest.approx(5.75) and dip[128:] == (5.5,) * 128
 
 
 def test_a_measured_curve_is_a_curve_and_reaches_the_rounds(target):

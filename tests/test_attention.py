@@ -42,7 +42,7 @@ def needs_kernel():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
-@pytest.mark.parametrize("hs", [64, 16])
+@pytest.mark.parametrize("hs", [64, 16, 32, 128])  # every size it is built for: narrow and wide vectors (vec.h)
 def test_kernel_matches_torch(dtype, hs):
     needs_kernel()
     kv = cache(hs, dtype)

@@ -68,7 +68,7 @@ class Linear:
         panel = lib.linear_panel_bytes() // self.weight_t.element_size() if lib is not None else 1
         self.fn = getattr(lib, _SYMBOLS[dtype]) if lib is not None and dtype in _SYMBOLS else None
         self.panels = self.padded_bias = None  # (width / panel, in, panel): each panel's rows contiguous
-        self.width = -(-self.n_out // panel) * panel  # whole panels: lm_head's 65 columns take 80, zeros past 65
+        self.width = -(-self.n_out // panel) * panel  # whole panels: lm_head's 65 columns take 80 (96), zeros past 65
         if self.fn is not None and self.weight_t.device.type == "cpu":
             pad = self.width - self.n_out
             self.panels = F.pad(self.weight_t, (0, pad)).view(self.n_in, -1, panel).transpose(0, 1).contiguous()

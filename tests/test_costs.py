@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from specviz.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, interpolate, measure
+from specviz.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, describe_cpu, interpolate, measure
 from specviz.engine import Generation, Settings
 
 
@@ -54,3 +54,17 @@ def test_a_measured_curve_is_a_curve_and_reaches_the_rounds(target):
         target, prompt, Settings(drafter="distilled", k=4, k_auto=True, temperature=0, max_new_tokens=12)
     )
     assert any(r.k_choice.k > 0 for r in cheap.run().rounds)  # the same run on the reference drafts
+
+
+def test_a_cpu_is_named_with_its_family_model_and_widest_vectors():
+    """Two VMs may both call their CPU "AMD EPYC" (a Zen 3, a Zen 5), with one-token passes 4x apart: a bench
+    row and a cost curve say which, from the first processor's block of /proc/cpuinfo."""
+    zen5 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\nmodel name\t: AMD EPYC\n"
+    zen5 += "flags\t\t: fpu sse2 avx2 avx512f\n\nprocessor\t: 1\nmodel name\t: something else\n"
+    assert describe_cpu(zen5) == "AMD EPYC (family 26, model 2, AVX-512)"
+    assert describe_cpu(zen5.replace(" avx512f", "")) == "AMD EPYC (family 26, model 2, AVX2)"
+    assert describe_cpu("Model\t: Raspberry Pi 5\nFeatures\t: fp asimd evtstrm\n") == "Raspberry Pi 5 (NEON)"
+    assert describe_cpu("model name\t: Some CPU\n") == "Some CPU"
+    with pytest.raises(ValueError):  # an ARM server's first block names no model: cpu_name asks platform instead
+        describe_cpu("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n\nprocessor\t: 1\n")
+    assert cpu_name()  # this machine: a name, whatever its /proc/cpuinfo holds

@@ -33,8 +33,10 @@ round's expected accepted tokens under both rules, from the closed forms in
 `specviz/verifiers/block.py`, plus one), so the two rules are compared without sampling noise. Every
 tree drafter also ran with traversal verification (verify `traversal`), whose rows give "τ tok" and
 "τ trav" on the same trees (at T = 0 both rules keep the greedy match, so those rows are T = 0.8
-only). "MB" is what the drafter adds to plain decoding in memory: its tables, heads, indices and
-caches after one round (`specviz/memory.py`)."""
+only). The two lossy methods of the atlas ran at T = 0.8 too (verify `nasd-seed`: seed 004's correction
+rule on NASD's drafts; verify `typical`: Medusa's typical acceptance): their output is not the target's
+distribution (the exactness lab shows it), and their rows show what that buys. "MB" is what the drafter
+adds to plain decoding in memory: its tables, heads, indices and caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
 A new machine. This run's CPU reports itself as "AMD EPYC" like the one before, but it is a Zen 5

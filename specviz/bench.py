@@ -17,6 +17,10 @@ tokens under both rules, so its row also says what each rule makes of the same d
 Likewise, with ``traversal=True`` every tree drafter also runs with traversal verification (Weng
 et al. 2025) at the sampled temperatures: ``tau_same_lossless`` and ``tau_same_traversal``.
 
+With ``lossy=True`` the lossy methods of the atlas (specviz/atlas.py: seed 004's correction rule on NASD's
+drafts, Medusa's typical acceptance) run too, at the sampled temperatures: what a rule that changes the
+output buys in speed, beside the lossless rows of the same drafter.
+
 Two suites, told apart by the row's ``suite``:
 
     main             every drafter, the whole prompt set, ``max_new_tokens`` each; past the
@@ -61,6 +65,7 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz import native
 from specviz.adaptive import AUTO_K_MAX
+from specviz.atlas import METHODS
 from specviz.costs import REFERENCE, CostCurve, cpu_name
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
@@ -69,6 +74,7 @@ from specviz.presets import PRESETS, Preset
 
 TEMPERATURES = (0.0, 0.8)
 BASELINE = "none"
+LOSSY = tuple((m.drafter, m.verification) for m in METHODS if not m.lossless)  # (drafter, its lossy rule)
 HF_DRAFTERS = ("none", "prompt-lookup")  # what transformers can do too: greedy and prompt lookup
 HF_MAX_NEW_TOKENS = 128
 FULL = {"max_new_tokens": 256, "repeats": 3}  # every preset
@@ -328,14 +334,15 @@ def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **
 def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset] | None = None,
               drafters=DRAFTERS, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
               repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
-              auto: bool = False, block: bool = False, traversal: bool = False,
+              auto: bool = False, block: bool = False, traversal: bool = False, lossy: bool = False,
               costs: CostCurve = REFERENCE, memory: dict[str, float] | None = None) -> list[dict]:  # fmt: skip
     """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
     ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
     AUTO_K_MAX), with ``block=True`` one more per chain drafter verified with block verification at
     each temperature above 0, with ``traversal=True`` one more per tree drafter verified with
-    traversal verification at each temperature above 0, then, with ``transformers=True`` (needs the
-    package), the vs-transformers suite.
+    traversal verification at each temperature above 0, with ``lossy=True`` one more per lossy method of
+    the atlas (LOSSY) whose drafter runs, at each temperature above 0, then, with ``transformers=True``
+    (needs the package), the vs-transformers suite.
 
     ``tiny`` is the neural drafters' checkpoint (None: leave NEURAL_DRAFTERS out of ``drafters``).
     ``costs``: the cost curve adaptive K prices drafts with (this machine's: specviz.costs.measure).
@@ -346,8 +353,10 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     configs += [(d, AUTO_K_MAX, True, "lossless") for d in drafters[1:] if auto]
     configs += [(d, k, False, "block") for d in drafters[1:] if block and d not in TREE_DRAFTERS]
     configs += [(d, k, False, "traversal") for d in drafters[1:] if traversal and d in TREE_DRAFTERS]
+    configs += [(d, k, False, rule) for d, rule in LOSSY if lossy and d in drafters]
 
-    def runs_at(T: float) -> list[tuple]:  # block or traversal at temperature 0 is token-wise's greedy match
+    def runs_at(T: float) -> list[tuple]:  # block or traversal at temperature 0 is token-wise's greedy match;
+        # a lossy rule's rows are for what it does to sampling
         return [c for c in configs if T > 0 or c[3] == "lossless"]
 
     Settings(k=k, max_new_tokens=max_new_tokens).check()

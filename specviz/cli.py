@@ -333,7 +333,8 @@ def cmd_bench(args) -> None:
 
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
-                               block=not args.no_block, traversal=not args.no_traversal, costs=costs)  # fmt: skip
+                               block=not args.no_block, traversal=not args.no_traversal, lossy=not args.no_lossy,
+                               costs=costs)  # fmt: skip
     text = bench.rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
@@ -479,6 +480,8 @@ def build_parser() -> OneLineParser:
     b.add_argument("--no-block", action="store_true", help="skip the block-verification rows (chain drafters, T > 0)")
     b.add_argument("--no-traversal", action="store_true",
                    help="skip the traversal-verification rows (tree drafters, T > 0)")  # fmt: skip
+    b.add_argument("--no-lossy", action="store_true",
+                   help="skip the lossy methods' rows (NASD with seed 004's rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     b.set_defaults(func=cmd_bench)

@@ -14,6 +14,7 @@ import pytest
 from specviz import bench as bench_module
 from specviz.adaptive import AUTO_K_MAX
 from specviz.bench import (
+    LOSSY,
     VERDICT_P,
     BenchRow,
     _Run,
@@ -28,6 +29,7 @@ from specviz.bench_chart import bench_chart
 from specviz.cli import main
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.presets import PRESETS
+from specviz.verifiers import VERIFIERS
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick
@@ -165,6 +167,12 @@ def test_cli_bench_quick_json_smoke():
     assert [(r["drafter"], r["temperature"], r["k"]) for r in traversal] == [(d, 0.8, 4) for d in TREE_DRAFTERS]
     assert all(1 <= r["tau_same_lossless"] <= 5 and 1 <= r["tau_same_traversal"] <= 5 for r in traversal)
     assert all(r["tau_same_traversal"] is None for r in fixed + auto + block)
+    # the atlas's lossy methods (seed 004's rule on NASD, Medusa's typical acceptance) once each, sampled only
+    lossy = [r for r in main_rows if r["verification"] in {rule for _, rule in LOSSY}]
+    assert sorted((r["drafter"], r["verification"], r["temperature"], r["k"]) for r in lossy) == sorted(
+        (d, rule, 0.8, 4) for d, rule in LOSSY
+    )
+    assert {rule for _, rule in LOSSY} == {"nasd-seed", "typical"} and not any(VERIFIERS[r].lossless for _, r in LOSSY)
     # every drafter but the baseline once more in its default configuration: adaptive K
     assert sorted((r["drafter"], r["temperature"]) for r in auto) == sorted(
         (d, T) for d in DRAFTERS[1:] for T in (0.0, 0.8)
@@ -172,7 +180,7 @@ def test_cli_bench_quick_json_smoke():
     assert all(r["k"] == AUTO_K_MAX and r["threads"] == 1 and r["load_average"] >= 0 for r in auto)
     # the adaptive-K rows say which cost curve priced their drafts: this machine's, measured first
     assert all(r["costs"].startswith("measured on ") and "v(2)" in r["costs"] for r in auto)
-    assert all(r["costs"] is None for r in fixed + block + traversal)
+    assert all(r["costs"] is None for r in fixed + block + traversal + lossy)
     assert all(isinstance(r["cpu"], str) and r["cpu"] for r in rows)  # figures differ from one CPU to another
     assert all(r["prompts"] == 3 and r["new_tokens"] == 16 for r in main_rows)
     assert {r["impl"] for r in rows} == {"specviz", "transformers"}  # transformers is a dev dependency
@@ -187,7 +195,7 @@ def test_cli_bench_table_and_out(capsys, tmp_path):
     text = capsys.readouterr().out
     assert text.startswith("suite") and "prompt-lookup" in text and f"wrote {out}" in text
     rows = rows_from_jsonl(out.read_text())
-    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS) + len(TREE_DRAFTERS)
+    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS) + len(TREE_DRAFTERS) + len(LOSSY)
     assert all(r["impl"] == "specviz" and r["new_tokens"] == 4 for r in rows)
     assert any(line.split()[2:4] == ["trigram", "block"] for line in text.splitlines())
     assert any(line.split()[2:4] == ["trie", "traversal"] for line in text.splitlines())

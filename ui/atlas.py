@@ -11,6 +11,7 @@ from specviz.bench import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
 from specviz.layer_sweep import acceptance_by_layers
+from specviz.markup import md
 from specviz.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.round_view import chart
@@ -40,8 +41,10 @@ def render() -> None:
         )
         return
     run = rows[0]
-    st.caption(f"The run: {run['version']}, {run['threads']} thread(s), load average {run['load_average']}, "
-               f"{run['prompts']} prompts x {run['new_tokens']} tokens, {run['repeats']} repeats.")  # fmt: skip
+    cpu = run.get("cpu") or "a CPU it did not record"  # figures differ from one CPU to another
+    st.caption(md(f"The run: {run['version']} on {cpu}, {run['threads']} thread(s), load average "
+                  f"{run['load_average']}, {run['prompts']} prompts x {run['new_tokens']} tokens, {run['repeats']} "
+                  "repeats."))  # fmt: skip
     table = atlas_rows(rows)
     chart(charts.speedup_figure(table), "atlas_speedup")
     T = st.segmented_control("Figures at", charts.TEMPERATURES, format_func=lambda T: f"T = {T:g}", default=0.0,

@@ -39,64 +39,62 @@ distribution (the exactness lab shows it), and their rows show what that buys. "
 adds to plain decoding in memory: its tables, heads, indices and caches after one round (`specviz/memory.py`)."""
 
 WHY = """\
-A new machine. This run's CPU reports itself as "AMD EPYC" like the one before, but it is a Zen 5
-(family 26, AVX-512, 1 MB of L2 a core, 32 MB of L3, 2.6 GHz base), where every run up to
-2026-11-25 was on a Zen 3 (AVX2, 2.45 GHz). A one-token pass takes ~0.3 ms here against ~1.1-1.4 ms
-there, so the figures of the two machines are not comparable; the README's previous run (05:09-05:31
-on 2026-11-25, commit c6a9c8c, Zen 3) read 2.13x at T = 0 and 1.89x at T = 0.8. Another full run of
-this commit (04:24-04:29 on 2026-11-26, load 1.00) read 2.41x (distilled, adaptive K) and 2.35x (K =
-4) at T = 0, and 1.92x (K = 4) and 1.85x (adaptive) at T = 0.8.
+The machine drifts. This run and another of the same code minutes before it (05:28-05:35, load 1.19)
+read 2.34x and 2.32x at T = 0 (the distilled chain, adaptive K) and 1.85x and 1.82x at T = 0.8; the
+previous session's two runs of the code before (commit 598ca7e, 04:24-04:35) read 2.41x and 2.45x, and
+1.87-1.91x. Paired in one process, the code before this session (df0c8e3) against this one (11 presets x
+256 tokens, 3 repeats, twice each, alternating): T = 0 2.34-2.39x against 2.38-2.43x, T = 0.8 1.76-1.93x
+against 1.81-1.88x. So the difference between the bench runs is the VM's, not the code's (plain decoding
+itself ran at 2388 tokens/s in the one run and 2532 in this one), and a goal a few percent from a figure
+reads met in one run and not in the next. The CPU is the Zen 5 of the previous runs; bench rows now
+name it by family, model and vectors, since this VM calls a Zen 3 and a Zen 5 alike "AMD EPYC".
 
-What changed (commits 2a1183a-52d93a5), and what it did on this machine. The kernels use AVX-512 where
-the CPU has it: the products (`specviz/linear.cpp`) on 64-byte vectors, with tiles of up to 14 rows in
-32 registers, and attention's weighted sums (`specviz/attention.cpp`) likewise. A lane is one column
-(or one head dimension) summed over the inputs in the same order at either width, so the logits are bit
-for bit those of the AVX2 build (tests/test_linear.py builds both and compares a prefill, a one-token
-pass and chains of 5-13); past a few rows a pass takes 0.6-0.8 of its AVX2 time (whole pass
-after 128 entries, 1 thread: 5 rows 450-462 -> 342-361 us, 9 rows 731-747 -> 445-465, a
-128-token prefill 7.3 -> 4.2 ms; 1 row the same). A chain's or a prefill's attention rows skip the
-entries they cannot see (a prefill's attention computed half its scores only to discard them). And a
-layer whose features a draft head reads (Medusa, EAGLE) is written straight into the features' rows,
-not copied after (the copy cost a one-token pass ~9 us). Paired on this machine, the code before
-(commit d99d58f) against this one, 11 presets x 256 tokens, 1 thread, two runs each: the baseline took
-1.136-1.160 s against 1.018-1.060 s; the distilled chain at T = 0 1.92x -> 2.34-2.39x at K = 4 and
-1.95-1.96x -> 2.45-2.48x with adaptive K; at T = 0.8 (noisier) 1.59-1.60x -> 1.72-1.94x at K = 4.
-Measured and not kept: pricing a tree's pass by its measured excess over a chain's on this machine
-(+0.11-0.17 at 3-7 tokens, +0.2 at 9; `specviz/costs.py` has the paired figures: the distilled tree
-fell 1.06x -> 0.97x at T = 0.8); AVX-512 for the scores' dot products (an even and an odd vector in one
-wide register: the same bits, no measurable gain); 7-row tiles of two panels (slower).
+What changed (commits dcb8616-f9089d4). A greedy round's one-hot rows are rows of the identity gathered
+by the argmax, two ops where there were four (~19 -> ~11 us of a distilled round at T = 0, ~4 us of a
+plain one; the logits' argmax in float32 is float64's). The atlas's two lossy methods are benched at
+T = 0.8: NASD with seed 004's rule ran 0.98x on the drafts that lossless NASD ran 1.00x on, and Medusa
+with typical acceptance 0.76x (2.69 tokens a pass, 45% accepted) against 0.59x lossless (1.99, 26%):
+typical acceptance buys tokens by changing the output, and here still loses to plain decoding.
 
-What caps the ratio at T = 0 here. The window's jumps and the prompt's prefill: 3317 rows over the 11
-presets, ~4.2 ms per 128 rows with the products at about the core's peak, the same for every
-configuration: 11% of plain decoding's time and 27% of the distilled chain's with adaptive K
-(paired, 2026-11-26: 120-130 ms of 1090-1130 ms and of 460-490 ms). Without them the distilled
-chain's rounds alone run ~3.0x plain decoding's. Past 5 rows each row of a pass costs its products at
-the core's peak (~22 us a row) and its attention (~7 us after ~200 entries); and a drafting round's
-own Python (the draft, the walk over the checks, the record) costs ~110 us against plain decoding's
-~40 us (T = 0, adaptive K), ~17% of its round.
+Measured and not kept (11 presets x 256 tokens, 1 thread, each paired with the baseline in one process,
+3-10 repeats, 2026-11-26): the token-wise walk reading p and q as Python lists made once a round (slower:
+its verify phase 35 -> 45 us a round at T = 0.8: tolist() of the rows costs more than the reads it
+saves); the distilled chain's sampling at T > 0 from its top 5 characters instead of all 65 (the draft
+call 46 -> 41 us warm, and no faster in rounds: the (K, 65) tensor of q made from Python floats costs
+~14 us either way); the scores' dot products on 64-byte vectors (an even and an odd slice in one
+register, the same bits: a layer's scores 25-30% faster in a loop, a 6-row pass 373.3 against 373.8 us);
+a cost curve timed at the cache lengths decoding sees (half a block to a full one) and a curve scaled to
+what rounds measure (within the noise: 2.32-2.38x either way); a fixed cost of 0.1 or 0.25 of a pass
+charged to every drafting round (the trie at T = 0.8 0.94x -> 0.96x and suffix decoding 0.89x -> 0.95x,
+but the distilled chain 1.88x -> 1.83x, NASD 1.01x -> 0.99x, prompt lookup 1.03x -> 0.98x); copying
+from the context where its last 12 characters occurred before, else the table's mode (7% fewer rounds,
++1.4% in time over 10 paired repeats: kept out, a new drafter for that much); K up to 8, 16 or 24, a
+minimum context count of 1 to 5, MIN_GAIN 1.0 to 1.1 and distilled trees of 6 to 10 nodes (none beat
+the chain with adaptive K up to 12).
 
-Default configurations slower than the baseline. On this machine the A/A test reads within 1.2% of 1.00
-and the sign test calls 2-4% losses: in both runs of this commit, Medusa (0.96-0.97x, both
-temperatures), the trie and suffix decoding at T = 0.8 (0.92-0.95x), and lookahead at T = 0
-(0.96-0.98x); in the other run also eagle3 at T = 0 (0.99x), which never drafts (its rounds run the
-baseline's code): a hint of what this test calls slower on a VM whose speed drifts. The others
-draft in almost no round (1.00-1.09 tokens a pass, suffix decoding 1.34); what
-they lose is staying ready to resume: one-level shadow drafts scored every few idle rounds, the
-drafter's own update every round (the trie's and suffix decoding's indices, lookahead's Jacobi
-window), and for Medusa its features in every pass. Measured in rounds (T = 0.8): Medusa's idle draft
-phase 5.9 us a round against 1.1 us, the trie's 7.2 us (accept +0.8 us); at T = 0, lookahead 29 ms
-of draft and 119 ms of accept over 33 runs against eagle3's 16 and 107 (eagle3 never drafts: its
-rounds are the baseline's). On the slower machine the same losses were ties (0.94-0.98x) within its noise.
-Lookahead became a drafter that can pay on paper here (the flatter curve), so it shadows where on the
-Zen 3 it never drafted. Earlier sessions measured and did not keep the remedies at hand (backed-off or
-halved shadows, retiring idle drafters, a cautious resume: `specviz/adaptive.py` lists them with
-their figures).
+What caps the ratio at T = 0. A one-token pass (~0.29 ms) reads the 12.6 MB of weights from memory:
+its 17 products took 368 us with the caches emptied, 430 us at 6 rows and 564 us at 13 (~145 GFLOP/s,
+against ~190 in a 128-row prefill). Attention costs ~8 us a row a pass after ~200 entries. The
+prefills (the prompts' and each window jump's 128 rows, ~4.4 ms per 128 at ~190 GFLOP/s) are ~19% of the
+distilled chain's time at T = 0 and ~8% of plain decoding's. A drafting round's own Python costs ~100 us
+(the draft ~31, the walk ~18, p ~11, the rest ~40) against plain decoding's ~40, and a torch op on a
+few rows costs 1-6 us here (GELU over one row's 1024 values: 6 us). Tokens per pass are 4.7 at 86% acceptance; per drafted level the acceptance
+does not fall with depth (distilled chain at T = 0.8: 0.77, 0.78, 0.79, 0.77).
 
-Chain drafters keep at most about 1 / v(K + 1) of their ideal, and less with the prefills: the
-"ideal" counts a prefill round as one pass, and here the prefills are a quarter of the distilled
-chain's time. Bookkeeping: a plain round's is 0.03-0.04 of a pass here, a chain drafter's at T = 0
-0.05-0.09, and at T = 0.8 0.07-0.13: each check is a few tensor reads and a record, and a rejection a
-residual and a draw, ~35-45 us a round against a one-token pass of ~0.3 ms."""
+Default configurations slower than the baseline: Medusa at both temperatures, the trie at both, and
+suffix decoding at T = 0.8 (0.91-0.97x). All three draft trees, in few rounds (1.0-1.3 tokens a pass),
+and pay for staying ready: shadow drafts scored every few idle rounds (a suffix draft call costs
+~150 us here, half a pass: it searches its indices), the drafts after lucky shadows, and
+Medusa's features in every pass. Their acceptance by depth rises rather than falls (T = 0.8, K = 4:
+the trie 0.33, 0.29, 0.41, 0.58; suffix decoding 0.47, 0.58, 0.55, 0.59), so an alpha per level would
+draft more, not less. Earlier sessions measured and did not keep the other remedies at hand (backed-off
+or halved shadows, retiring idle drafters, a cautious resume: `specviz/adaptive.py` lists them).
+
+Chain drafters keep at most about 1 / v(K + 1) of their ideal (v(5) = 1.21 here: 0.83 before drafting
+or bookkeeping cost anything), and less with the prefills, which the "ideal" counts as one pass. A
+plain round's bookkeeping is 0.04 of a pass here, a chain drafter's 0.05-0.10 at T = 0 and 0.07-0.15
+at T = 0.8: each check is a few tensor reads and a record, a rejection a residual and a draw, ~35-45 us
+against a one-token pass of ~0.29 ms."""
 
 
 def section(rows: list[dict], when: str) -> str:

@@ -63,12 +63,14 @@ saves); the distilled chain's sampling at T > 0 from its top 5 characters instea
 call 46 -> 41 us warm, and no faster in rounds: the (K, 65) tensor of q made from Python floats costs
 ~14 us either way); the scores' dot products on 64-byte vectors (an even and an odd slice in one
 register, the same bits: a layer's scores 25-30% faster in a loop, a 6-row pass 373.3 against 373.8 us);
-a cost curve timed at the cache lengths decoding sees (half a block to a full one) and a curve scaled to
-what rounds measure (within the noise: 2.32-2.38x either way); a fixed cost of 0.1 or 0.25 of a pass
+a cost curve timed at the cache lengths decoding sees, half a block to a full one (v(5) 1.21 against
+1.22: the same curve); a curve whose excess over 1 is scaled by 1.2-1.4, toward what passes cost in
+rounds (the distilled chain at T = 0 +1.5% in two paired experiments, +0% in a third: a fudge factor,
+not a measurement); a fixed cost of 0.1 or 0.25 of a pass
 charged to every drafting round (the trie at T = 0.8 0.94x -> 0.96x and suffix decoding 0.89x -> 0.95x,
 but the distilled chain 1.88x -> 1.83x, NASD 1.01x -> 0.99x, prompt lookup 1.03x -> 0.98x); copying
-from the context where its last 12 characters occurred before, else the table's mode (7% fewer rounds,
-+1.4% in time over 10 paired repeats: kept out, a new drafter for that much); K up to 8, 16 or 24, a
+from the context where its last 12 characters occurred before, else the table's mode (5-7% fewer rounds,
++1.4% in time over 10 paired repeats: a new drafter for that much, not kept); K up to 8, 16 or 24, a
 minimum context count of 1 to 5, MIN_GAIN 1.0 to 1.1 and distilled trees of 6 to 10 nodes (none beat
 the chain with adaptive K up to 12).
 

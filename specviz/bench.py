@@ -63,12 +63,12 @@ from dataclasses import asdict, dataclass
 import torch
 
 from models.checkpoint import Checkpoint
-from specviz import native
 from specviz.adaptive import AUTO_K_MAX
 from specviz.atlas import METHODS
 from specviz.costs import REFERENCE, CostCurve, cpu_name
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
+from specviz.kernels import native
 from specviz.memory import drafter_megabytes
 from specviz.presets import PRESETS, Preset
 

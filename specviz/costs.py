@@ -14,13 +14,13 @@ attention over the new rows grows (one pass in a loop, 1 thread: 2.36 at 33, 3.4
 K drafted where it could not pay: at T = 0.8 (11 presets, 256 tokens, 2 repeats) Medusa ran at 0.86x the
 baseline, NASD 0.91x, prompt lookup 0.92x, the trie and suffix decoding 0.94x; priced with the measured
 curve, 0.97-1.01x.
-With the lean pass's products on specviz/linear.py's kernel (each weight read once for all the rows, not
+With the lean pass's products on specviz/kernels/linear.py's kernel (each weight read once for all the rows, not
 once per row or two), the same EPYC measured v(2) 1.05-1.12, v(5) 1.31-1.42, v(9) 1.73-1.87 and v(17)
 2.25-2.64 (``measure``, five times, 2026-11-24 evening), over a one-token pass that got 13-18% faster
 itself. The kernel's second version (f8daeac) took 0.91-0.95 of that pass's time at 2-17 rows; past a few
 rows a pass grows by ~0.1 ms a row (the products ~60 us, attention, GELU and the rest ~40 us) over a
 one-token pass of ~1.3-1.6 ms, of which most does not grow with the rows. With attention on
-specviz/attention.py's kernel too (a781795) a one-token pass lost ~30% of its time and a 9-token pass
+specviz/kernels/attention.py's kernel too (a781795) a one-token pass lost ~30% of its time and a 9-token pass
 ~17%, so the curve rose: v(2) 1.12, v(5) 1.39, v(9) 1.98, v(17) 2.66 (the bench's ``measure``,
 2026-11-25). In rounds a pass costs more than back to back: a 9-token pass of the distilled chain 2.21
 of the baseline's one-token passes (~150 us a row there, ~100 in a loop), so this curve prices long
@@ -50,7 +50,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.cached_model import CachedModel
+from specviz.kernels.cached_model import CachedModel
 from specviz.sampling import probs_from_logits
 
 N_MAX = 256  # the longest pass a round can send: a round never spans a window jump (block_size 256)

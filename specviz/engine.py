@@ -19,10 +19,10 @@ import torch
 from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
 from specviz.adaptive import AdaptiveK
-from specviz.cached_model import CachedModel, room, window_start
 from specviz.costs import REFERENCE, CostCurve
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
+from specviz.kernels.cached_model import CachedModel, room, window_start
 from specviz.markup import cut
 from specviz.record import RoundRecord, Trace
 from specviz.sampling import Stream, probs_from_logits

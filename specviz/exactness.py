@@ -44,8 +44,8 @@ import torch
 
 from models.checkpoint import Checkpoint
 from models.gpt import KVCache
-from specviz.cached_model import CachedModel
 from specviz.engine import Generation, Settings
+from specviz.kernels.cached_model import CachedModel
 from specviz.sampling import probs_from_logits
 from specviz.verifiers import VERIFIERS
 

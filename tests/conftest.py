@@ -80,13 +80,13 @@ def greedy(target64):
 
 def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
     """``new`` is plain greedy decoding after ``prompt``: every token is the argmax of the reference
-    module run from scratch, no cache, over its window (specviz.cached_model.window_start); by
+    module run from scratch, no cache, over its window (specviz.kernels.cached_model.window_start); by
     induction from the prompt, that is the text greedy decoding writes. Tokens that share a window
     start are checked by one pass over that window (a causal pass's row j sees the tokens up to j).
     -> how many windows the text spans"""
     import torch
 
-    from specviz.cached_model import window_start
+    from specviz.kernels.cached_model import window_start
 
     tokens, by_start = prompt + new, {}
     for t in range(len(prompt), len(tokens)):

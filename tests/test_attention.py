@@ -1,13 +1,13 @@
-"""The attention kernel (specviz/attention.py, attention.cpp) computes what torch computes, within
+"""The attention kernel (specviz/kernels/attention.py, attention.cpp) computes what torch computes, within
 rounding, for every mask a pass sends; a row's output depends only on its query and the entries it
 sees, bit for bit, in a chain or a tree; and where the kernel cannot run, torch does."""
 
 import pytest
 import torch
 
-from specviz import native
-from specviz.attention import HEAD_SIZES, attend, attend_torch, attn_bias
 from specviz.drafters.base import tree_mask
+from specviz.kernels import native
+from specviz.kernels.attention import HEAD_SIZES, attend, attend_torch, attn_bias
 
 TOL = {torch.float32: 2e-6, torch.float64: 1e-14}  # softmax-weighted averages of O(1) values
 ROWS = 40  # more rows than a verify pass sends: the kernel's loop orders for few rows and for many

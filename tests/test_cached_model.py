@@ -1,4 +1,4 @@
-"""The lean forward (specviz.cached_model) computes what the reference GPT computes: logits within
+"""The lean forward (specviz.kernels.cached_model) computes what the reference GPT computes: logits within
 1e-10 in float64, and in float32 within 1e-5 of the logits' scale (the two use different matmul
 kernels, which sum in different orders), the same greedy text past block_size, the same KV cache."""
 
@@ -8,11 +8,11 @@ from conftest import assert_plain_greedy
 
 from models.checkpoint import load_checkpoint
 from models.gpt import PositionError
-from specviz import native
-from specviz.attention import attn_bias, causal_bias
-from specviz.cached_model import CachedModel, lean_weights
 from specviz.drafters.base import tree_mask
 from specviz.engine import Generation, Settings
+from specviz.kernels import native
+from specviz.kernels.attention import attn_bias, causal_bias
+from specviz.kernels.cached_model import CachedModel, lean_weights
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
 TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
@@ -81,7 +81,7 @@ def test_tree_attention_matches_the_reference_mask(ckpt):
 def test_a_verify_pass_rounds_as_one_token_passes_do(ckpt):
     """Bit for bit: each row of a pass over a chain, or over a tree, gives the logits that plain
     decoding's one-token passes give for the same token after the same context. Every step of a row
-    is row by row (the products, attention, lm_head: specviz/linear.py, specviz/attention.py), so
+    is row by row (the products, attention, lm_head: specviz/kernels/linear.py, specviz/kernels/attention.py), so
     speculation cannot change a greedy choice by rounding, not even at a near tie."""
     if native.kernel() is None:
         pytest.skip(native.backend())

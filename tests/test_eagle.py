@@ -9,10 +9,10 @@ import torch
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
 from specviz import cli
-from specviz.attention import attn_bias
-from specviz.cached_model import CachedModel
 from specviz.drafters.base import tree_mask
 from specviz.drafters.eagle import EagleDrafter, HeadCache
+from specviz.kernels.attention import attn_bias
+from specviz.kernels.cached_model import CachedModel
 from specviz.presets import PRESETS
 from specviz.sampling import probs_from_logits, scale_probs
 from specviz.train import HeadResume

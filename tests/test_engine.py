@@ -5,11 +5,11 @@ import pytest
 import torch
 from conftest import GREEDY_TEXT, GREEDY_TOKENS, assert_plain_greedy
 
-from specviz import native
-from specviz.cached_model import CachedModel, room, window_start
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import Generation, Session, Settings, verify_pass
+from specviz.kernels import native
+from specviz.kernels.cached_model import CachedModel, room, window_start
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 

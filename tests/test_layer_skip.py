@@ -7,9 +7,9 @@ acceptance for every n (counts, not timings)."""
 import pytest
 import torch
 
-from specviz.cached_model import CachedModel, window_start
 from specviz.charts.atlas import layer_sweep_figure
 from specviz.engine import Generation, Settings
+from specviz.kernels.cached_model import CachedModel, window_start
 from specviz.layer_sweep import acceptance_by_layers
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"

@@ -1,12 +1,12 @@
-"""The few-rows kernel (specviz/linear.py, built by specviz/native.py) computes what torch.addmm computes, within rounding, at every
+"""The few-rows kernel (specviz/kernels/linear.py, built by specviz/kernels/native.py) computes what torch.addmm computes, within rounding, at every
 row count a pass sends it and past it; without it, everything goes to addmm, and a failed build says
 why in one line."""
 
 import pytest
 import torch
 
-from specviz import native
-from specviz.linear import Linear
+from specviz.kernels import native
+from specviz.kernels.linear import Linear
 
 TOL = {torch.float32: 1e-5, torch.float64: 1e-12}  # outputs are O(1): weights scaled by 1/sqrt(in)
 ROWS = [*range(1, 34), 64, 133]  # every tiling of a verify pass's rows, and a prefill's (linear.cpp)
@@ -127,7 +127,7 @@ def test_without_march_native_it_builds_for_any_cpu(rebuild, tmp_path):
 def _passes(model) -> list[torch.Tensor]:
     """Logits of a prefill, one-token and verify passes of ``model`` on the kernels built now (fresh lean
     weights: the panels' width is the build's)."""
-    from specviz import cached_model
+    from specviz.kernels import cached_model
 
     cached_model._WEIGHTS.pop(model, None)
     lm = cached_model.CachedModel(model)

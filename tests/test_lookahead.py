@@ -9,12 +9,12 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from specviz.cached_model import CachedModel
 from specviz.charts import lookahead as charts
 from specviz.charts.kv import kv_ledger as from_kv
 from specviz.drafters.base import chain
 from specviz.drafters.lookahead import LookaheadDrafter, NGramPool, ngram_tree, window_extra
 from specviz.engine import Generation, Settings, verify_pass
+from specviz.kernels.cached_model import CachedModel
 from specviz.palette import GREY
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"

@@ -42,10 +42,10 @@ import torch
 from torch.nn import functional as F
 
 from models.eagle import EagleHead, load_head
-from specviz.attention import attn_bias
-from specviz.cached_model import CachedModel, block_weights, lean_block, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
-from specviz.linear import Linear
+from specviz.kernels.attention import attn_bias
+from specviz.kernels.cached_model import CachedModel, block_weights, lean_block, window_start
+from specviz.kernels.linear import Linear
 from specviz.sampling import probs_from_logits
 
 # Per drafted token, in target forward passes (see the docstring for the measurements).
@@ -74,8 +74,8 @@ def rounded(row: torch.Tensor) -> list[float]:
 
 
 class LeanHead:
-    """An EagleHead's weights laid out for the lean pass (specviz/cached_model.py): its block through
-    lean_block, its fc and fuse as specviz.linear.Linear (copies), and the target's frozen wte, ln_f
+    """An EagleHead's weights laid out for the lean pass (specviz/kernels/cached_model.py): its block through
+    lean_block, its fc and fuse as specviz.kernels.linear.Linear (copies), and the target's frozen wte, ln_f
     and lm_head that the head borrows (EagleHead.attach; lm_head transposed once). The head module
     stays the readable reference (tests/test_eagle.py pins the two together). Holds no reference to
     the head itself, so that _LEAN's weak key can go."""

@@ -13,11 +13,11 @@ the root's column being the head's last context entry. One head pass per depth.
 import torch
 
 from models.eagle import EagleHead
-from specviz.attention import attn_bias
-from specviz.cached_model import CachedModel
 from specviz.drafters.base import chain, tree_mask
 from specviz.drafters.eagle import DRAFT_COST, SKIPPED, HeadCache
 from specviz.drafters.neural_tree import CHILDREN, NeuralTreeDrafter
+from specviz.kernels.attention import attn_bias
+from specviz.kernels.cached_model import CachedModel
 
 
 class EagleTreeDrafter(NeuralTreeDrafter):

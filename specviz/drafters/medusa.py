@@ -27,8 +27,8 @@ more and is not exact.
 import torch
 
 from models.medusa import MedusaHeads
-from specviz.cached_model import CachedModel, window_start
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
+from specviz.kernels.cached_model import CachedModel, window_start
 
 
 class MedusaDrafter(Drafter):

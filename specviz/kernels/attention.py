@@ -1,6 +1,6 @@
 """The lean pass's attention: a pass's new rows write their keys and values into the preallocated cache
-and attend to the entries they may see, on specviz/attention.cpp's kernel, or on torch where it is not
-built (specviz/native.py).
+and attend to the entries they may see, on specviz/kernels/attention.cpp's kernel, or on torch where it is not
+built (specviz/kernels/native.py).
 
 Why a kernel of our own? On this project's CPU (AMD EPYC, 1 thread) torch spent ~17 us on each of
 the two batched products of a one-token pass's attention, ~40 us on a verify pass's masked one, for a
@@ -31,7 +31,7 @@ import math
 import torch
 from torch.nn import functional as F
 
-from specviz.native import kernel
+from specviz.kernels.native import kernel
 
 _SYMBOLS = {torch.float32: "attend_f32", torch.float64: "attend_f64"}
 HEAD_SIZES = (16, 32, 64, 128)  # what attention.cpp is built for (a head in registers)

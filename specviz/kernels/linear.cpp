@@ -1,5 +1,5 @@
-// y (N, O) = x (N, C) @ W (C, O) + b for the few rows N of a decoding pass. Built by specviz/native.py and
-// called by specviz/linear.py, which says why it exists and what it measured.
+// y (N, O) = x (N, C) @ W (C, O) + b for the few rows N of a decoding pass. Built by specviz/kernels/native.py and
+// called by specviz/kernels/linear.py, which says why it exists and what it measured.
 //
 // W is packed in panels of PW columns (2 vectors: 16 floats, 8 doubles), (O / PW, C, PW), each panel
 // contiguous, so the weights stream from memory in order (the prefetcher follows). Up to 6 rows, one
@@ -141,7 +141,7 @@ static void rows(const T *x, size_t N, size_t C, const T *W, size_t O, const T *
         }
 }
 
-// A panel's width in bytes (PV vectors), which specviz/linear.py packs the weights in.
+// A panel's width in bytes (PV vectors), which specviz/kernels/linear.py packs the weights in.
 extern "C" size_t linear_panel_bytes() { return PV * sizeof(WideVec<float>::V); }
 
 extern "C" void linear_rows_f32(const float *x, size_t N, size_t C, const float *W, size_t O, const float *b,

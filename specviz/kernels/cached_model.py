@@ -11,8 +11,8 @@ Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
 computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
 with no nn.Module calls, a cache preallocated once and written in place, and two kernels of its own:
-the products (specviz/linear.py: each weight read once for all the rows of a pass) and attention
-(specviz/attention.py: a layer's in one call). Every step of a row is row by row, so a verify pass's
+the products (specviz/kernels/linear.py: each weight read once for all the rows of a pass) and attention
+(specviz/kernels/attention.py: a layer's in one call). Every step of a row is row by row, so a verify pass's
 logits for a token are bit for bit a one-token pass's (tests/test_cached_model.py).
 
 A forward writes its keys and values *after* the committed entries, as scratch (``extend`` appends
@@ -27,8 +27,8 @@ import torch
 from torch.nn import functional as F
 
 from models.gpt import GPT, PositionError
-from specviz.attention import attend, attn_bias
-from specviz.linear import Linear
+from specviz.kernels.attention import attend, attn_bias
+from specviz.kernels.linear import Linear
 
 
 def window_start(t: int, block_size: int) -> int:
@@ -46,7 +46,7 @@ def room(t: int, block_size: int) -> int:
 
 
 class LeanWeights:
-    """A GPT's weights laid out for the lean pass: its linear layers as specviz.linear.Linear, the rest
+    """A GPT's weights laid out for the lean pass: its linear layers as specviz.kernels.linear.Linear, the rest
     contiguous. Copies, so the shared model is never touched."""
 
     def __init__(self, model: GPT):

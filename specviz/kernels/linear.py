@@ -1,5 +1,5 @@
 """A linear layer for the few rows of a decoding pass: y = x W^T + b, with each weight read from
-memory once for all the rows (specviz/linear.cpp), not once per row or two.
+memory once for all the rows (specviz/kernels/linear.cpp), not once per row or two.
 
 Why our own kernel? Speculative decoding pays off only if a pass over N tokens costs little more than a
 pass over one. On a 2-core AMD EPYC (Zen 3, AVX2; 1 thread, 2026-11-24) torch.addmm, MKL's gemm, did not
@@ -31,7 +31,7 @@ pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1
 row's output does not depend on the rows beside it, bit for bit (tests/test_linear.py): a verify pass
 rounds exactly as the one-token passes of plain decoding do.
 
-How it is built: specviz/native.py compiles it at first use, with attention.cpp; without a
+How it is built: specviz/kernels/native.py compiles it at first use, with attention.cpp; without a
 compiler, or with SPECVIZ_KERNEL=0, every product goes to torch.addmm: slower on such CPUs, the same
 numbers within rounding.
 
@@ -47,7 +47,7 @@ speedup, are cheaper.
 import torch
 from torch.nn import functional as F
 
-from specviz.native import kernel
+from specviz.kernels.native import kernel
 
 _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
 

@@ -1,6 +1,6 @@
 // Causal self-attention for the few rows of a decoding pass, after the KV cache: writes the rows' keys
 // and values into the cache, then each row attends to the entries it may see. Built and loaded with
-// linear.cpp (specviz/native.py); specviz/attention.py says why it exists and what it measured.
+// linear.cpp (specviz/kernels/native.py); specviz/kernels/attention.py says why it exists and what it measured.
 //
 // A row's output depends only on its query and on the keys and values it sees, in cache order, never
 // on the rows beside it or on the entries hidden from it: the visible entries are gathered into a

@@ -1,4 +1,4 @@
-"""The lean pass's own kernels (specviz/linear.cpp: the products; specviz/attention.cpp: attention),
+"""The lean pass's own kernels (specviz/kernels/linear.cpp: the products; specviz/kernels/attention.cpp: attention),
 built at first use by the machine's C++ compiler (``$CXX``, else c++, g++ or clang++), with -O3
 -march=native, into a temporary folder, once per process (~0.5 s); nothing is downloaded or kept.
 

@@ -90,7 +90,7 @@ and pay for staying ready: shadow drafts scored every few idle rounds (a suffix 
 Medusa's features in every pass. Their acceptance by depth rises rather than falls (T = 0.8, K = 4:
 the trie 0.33, 0.29, 0.41, 0.58; suffix decoding 0.47, 0.58, 0.55, 0.59), so an alpha per level would
 draft more, not less. Earlier sessions measured and did not keep the other remedies at hand (backed-off
-or halved shadows, retiring idle drafters, a cautious resume: `specviz/adaptive.py` lists them).
+or halved shadows, retiring idle drafters, a cautious resume: `specviz/adaptive/policy.py` lists them).
 
 Chain drafters keep at most about 1 / v(K + 1) of their ideal (v(5) = 1.21 here: 0.83 before drafting
 or bookkeeping cost anything), and less with the prefills, which the "ideal" counts as one pass. A

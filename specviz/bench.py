@@ -63,9 +63,9 @@ from dataclasses import asdict, dataclass
 import torch
 
 from models.checkpoint import Checkpoint
-from specviz.adaptive import AUTO_K_MAX
+from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
+from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.atlas import METHODS
-from specviz.costs import REFERENCE, CostCurve, cpu_name
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.kernels import native
@@ -123,7 +123,7 @@ class BenchRow:
     # (module docstring; the baseline's row: its A/A pairs), and that test's two-sided p-value.
     verdict: str | None = None
     verdict_p: float | None = None
-    cpu: str | None = None  # the machine's CPU (specviz.costs.cpu_name): figures differ from one CPU to another
+    cpu: str | None = None  # the machine's CPU (specviz.adaptive.costs.cpu_name): figures differ from one CPU to another
     # Adaptive-K rows: the cost curve adaptive K priced drafts with (CostCurve.summary); None on the others.
     costs: str | None = None
 
@@ -345,7 +345,7 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     (needs the package), the vs-transformers suite.
 
     ``tiny`` is the neural drafters' checkpoint (None: leave NEURAL_DRAFTERS out of ``drafters``).
-    ``costs``: the cost curve adaptive K prices drafts with (this machine's: specviz.costs.measure).
+    ``costs``: the cost curve adaptive K prices drafts with (this machine's: specviz.adaptive.costs.measure).
     ``progress(done, total)`` is called after every generation."""
     prompts = list(PRESETS if prompts is None else prompts)
     drafters = list(dict.fromkeys([BASELINE, *drafters]))  # the baseline always runs, first

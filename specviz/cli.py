@@ -29,8 +29,8 @@ from models.eagle import EagleError
 from models.medusa import MedusaError
 from models.tokenizer import UnknownCharactersError
 from specviz import distill, train_eagle, train_medusa
-from specviz.adaptive import AUTO_K_MAX
-from specviz.costs import REFERENCE, CostCurve, measure
+from specviz.adaptive.costs import REFERENCE, CostCurve, measure
+from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.drafters import DRAFTERS, EAGLE_DRAFTERS, NEURAL_DRAFTERS, eagle_head_name
 from specviz.drafters.eagle import shared_head
 from specviz.engine import Generation, Settings
@@ -194,7 +194,7 @@ def prepare(args, max_new_tokens: int):
 
 
 COSTS_HELP = ("what adaptive K takes a verify pass to cost: measured on this machine first (~3 s), or the "
-              "reference machine's figures (specviz/costs.py)")  # fmt: skip
+              "reference machine's figures (specviz/adaptive/costs.py)")  # fmt: skip
 
 
 def cost_curve(choice: str, target, needed: bool) -> CostCurve:

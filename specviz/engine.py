@@ -18,8 +18,8 @@ import torch
 
 from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
-from specviz.adaptive import AdaptiveK
-from specviz.costs import REFERENCE, CostCurve
+from specviz.adaptive.costs import REFERENCE, CostCurve
+from specviz.adaptive.policy import AdaptiveK
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
 from specviz.kernels.cached_model import CachedModel, room, window_start
@@ -40,7 +40,7 @@ IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so 
 class Settings:
     drafter: str = "trigram"
     k: int = 4  # the draft depth K; with k_auto, the largest K adaptive K may choose
-    k_auto: bool = False  # choose K each round from past acceptance and cost (specviz.adaptive)
+    k_auto: bool = False  # choose K each round from past acceptance and cost (specviz.adaptive.policy)
     temperature: float = 0.8
     max_new_tokens: int = 200
     seed: int = 0
@@ -178,7 +178,7 @@ class Generation:
     def __init__(self, target: Checkpoint, prompt: list[int], settings: Settings, draft_model=None, drafter=None,
                  costs: CostCurve = REFERENCE):  # fmt: skip
         """``drafter``: reuse a drafter made for these settings (only one that is not stateful).
-        ``costs``: what a verify pass costs on this machine, for adaptive K (specviz/costs.py)."""
+        ``costs``: what a verify pass costs on this machine, for adaptive K (specviz/adaptive/costs.py)."""
         settings.check()
         if not prompt:
             raise ValueError("the prompt is empty")

@@ -10,8 +10,8 @@ import statistics
 import time
 from dataclasses import dataclass, replace
 
+from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.charts.distributions import label
-from specviz.costs import REFERENCE, CostCurve
 from specviz.engine import Generation, Settings
 from specviz.record import PositionRecord, RoundRecord
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals

@@ -11,7 +11,7 @@ the speedup are the measured ones, not the slowed ones.
 import statistics
 from dataclasses import dataclass
 
-from specviz.costs import REFERENCE, CostCurve
+from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.engine import Generation, Settings
 from specviz.markup import script_json
 from specviz.record import Trace
@@ -51,7 +51,7 @@ def race(target, prompt: list[int], settings: Settings, draft_model=None, repeat
          costs: CostCurve = REFERENCE) -> tuple[Lane, Lane]:  # fmt: skip
     """(plain, speculative): ``repeats`` runs of each, interleaved on this machine now; each lane is
     its run of median time. Both use the settings' seed, temperature and length; ``costs`` is the
-    speculative run's cost curve (adaptive K: this machine's, specviz.costs.measure)."""
+    speculative run's cost curve (adaptive K: this machine's, specviz.adaptive.costs.measure)."""
     plain_settings = Settings(drafter="none", temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
                               seed=settings.seed)  # fmt: skip
     runs = {"plain": [], "spec": []}

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 import torch
 
-from specviz.adaptive import Choice
+from specviz.adaptive.policy import Choice
 
 TIMING_FIELDS = ("draft_s", "verify_s", "accept_s")
 

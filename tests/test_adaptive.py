@@ -9,7 +9,8 @@ from conftest import GREEDY_TEXT, GREEDY_TOKENS
 from hypothesis import given
 from hypothesis import strategies as st
 
-from specviz.adaptive import (
+from specviz.adaptive.costs import REFERENCE, CostCurve, interpolate
+from specviz.adaptive.policy import (
     MIN_GAIN,
     SHADOW_BUDGET,
     SHADOW_SCORE,
@@ -22,7 +23,6 @@ from specviz.adaptive import (
     round_cost,
     round_costs,
 )
-from specviz.costs import REFERENCE, CostCurve, interpolate
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
 from specviz.engine import IDLE_FOR_GOOD, Generation, Settings

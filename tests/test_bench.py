@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specviz import bench as bench_module
-from specviz.adaptive import AUTO_K_MAX
+from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.bench import (
     LOSSY,
     VERDICT_P,

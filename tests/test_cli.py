@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from specviz.adaptive.costs import cpu_name
 from specviz.cli import main
-from specviz.costs import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 

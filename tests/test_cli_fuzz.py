@@ -15,8 +15,8 @@ import specviz.bench
 import specviz.cli
 import specviz.distill
 from models.checkpoint import load_checkpoint
+from specviz.adaptive.costs import measure
 from specviz.cli import main
-from specviz.costs import measure
 from specviz.exactness import run_exactness
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from specviz.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, describe_cpu, interpolate, measure
+from specviz.adaptive.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, describe_cpu, interpolate, measure
 from specviz.engine import Generation, Settings
 
 

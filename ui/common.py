@@ -8,7 +8,7 @@ from streamlit import config
 from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
-from specviz.costs import REFERENCE, CostCurve, measure
+from specviz.adaptive.costs import REFERENCE, CostCurve, measure
 from specviz.engine import Settings
 from specviz.markup import md
 
@@ -39,7 +39,7 @@ def load_models():
 
 @st.cache_resource(show_spinner="Measuring what a verify pass costs on this machine (once, ~3 s)...")
 def machine_costs() -> CostCurve:
-    """This machine's verify-cost curve (specviz/costs.py), measured once per server process."""
+    """This machine's verify-cost curve (specviz/adaptive/costs.py), measured once per server process."""
     target, _ = load_models()
     return measure(target.model)
 

@@ -4,7 +4,7 @@ speculative decoding is, where to start, the two models, and a sample from the t
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
-from specviz.adaptive import AUTO_K_MAX
+from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.drafters import DRAFTERS
 from specviz.engine import Generation, Settings
 from specviz.markup import md

@@ -3,7 +3,7 @@ the chosen K marked, with the expected characters and the cost behind each bar."
 
 import plotly.graph_objects as go
 
-from specviz.adaptive import MIN_GAIN, Choice
+from specviz.adaptive.policy import MIN_GAIN, Choice
 from specviz.charts.figure import bar, figure
 
 CHOSEN, OTHER = "#0072B2", "#999999"  # Okabe-Ito blue; grey

@@ -104,7 +104,7 @@ class Drafter:
     name = "base"
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
-    # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive.py).
+    # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive/policy.py).
     # Table look-ups cost ~0.02 on this project's CPU; a neural draft's forward pass costs more.
     draft_cost = 0.02
     # Time per depth level drafted, whatever the level's width, in target forward passes: a drafter that runs
@@ -132,7 +132,7 @@ class Drafter:
 
     def estimates(self, temperature: float) -> bool:
         """Whether draft_until can say, before drawing each token, the chance that it is accepted (at this
-        temperature). Adaptive K then stops the draft token by token (specviz/adaptive.py, Stopper)."""
+        temperature). Adaptive K then stops the draft token by token (specviz/adaptive/policy.py, Stopper)."""
         return False
 
     def draft_until(self, context: list[int], k: int, temperature: float, gen: torch.Generator, go_on) -> Draft:

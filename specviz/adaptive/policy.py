@@ -17,7 +17,7 @@ that runs something once a level whatever its width, Medusa's heads; n drafted t
 measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; K * n at
 most a budgeted tree's budget, Drafter.max_nodes; c the drafter's cost per token), and verifying
 N = 1 + K * n + e tokens costs v(N), what one round whose target pass covers N tokens costs on this
-machine (specviz/costs.py), a little more when the pass needs a mask built (a tree, or extras) (e: the
+machine (specviz/adaptive/costs.py), a little more when the pass needs a mask built (a tree, or extras) (e: the
 tokens a drafter adds to every drafting round's pass besides its draft, Drafter.verify_extra:
 lookahead's window). K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
@@ -78,7 +78,7 @@ import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from specviz.costs import REFERENCE, CostCurve
+from specviz.adaptive.costs import REFERENCE, CostCurve
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -261,7 +261,7 @@ class AdaptiveK:
         target forward passes); ``extra``: tokens a drafting round adds to the verify pass;
         ``nodes_per_level``: drafted tokens per level assumed until a draft is seen. The drafter's own
         figures: Drafter.draft_cost, call_cost, verify_extra, nodes_per_level (and max_depth caps k_max).
-        ``curve``: what a verify pass costs on this machine (specviz/costs.py); ``max_nodes``: the most
+        ``curve``: what a verify pass costs on this machine (specviz/adaptive/costs.py); ``max_nodes``: the most
         tokens a draft can hold (a budgeted tree's budget, Drafter.max_nodes; 0: no cap); ``level_cost``: per
         depth level drafted, whatever its width (Drafter.level_cost)."""
         self.k_max, self.curve, self.max_nodes = k_max, curve, max_nodes

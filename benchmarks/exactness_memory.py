@@ -29,7 +29,7 @@ def peak_mb() -> float:
 
 def main() -> None:
     from models.checkpoint import load_checkpoint
-    from specviz.engine import Settings
+    from specviz.core.engine import Settings
     from specviz.exactness import MAX_SAMPLES, run_exactness, verdict
     from specviz.presets import preset
     from specviz.query import APP_LIMITS

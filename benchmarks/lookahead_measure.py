@@ -14,7 +14,7 @@ import torch
 
 from models.checkpoint import load_checkpoint
 from specviz.bench import run_bench
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.kernels.cached_model import CachedModel
 from specviz.presets import PRESETS
 

@@ -66,8 +66,8 @@ from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.atlas import METHODS
+from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
-from specviz.engine import Generation, Settings
 from specviz.kernels import native
 from specviz.memory import drafter_megabytes
 from specviz.presets import PRESETS, Preset

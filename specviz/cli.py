@@ -31,13 +31,13 @@ from models.tokenizer import UnknownCharactersError
 from specviz import distill, train_eagle, train_medusa
 from specviz.adaptive.costs import REFERENCE, CostCurve, measure
 from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.core.engine import Generation, Settings
+from specviz.core.markup import cut
+from specviz.core.outputs import writable_file, writable_folder
 from specviz.drafters import DRAFTERS, EAGLE_DRAFTERS, NEURAL_DRAFTERS, eagle_head_name
 from specviz.drafters.eagle import shared_head
-from specviz.engine import Generation, Settings
 from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
-from specviz.markup import cut
 from specviz.model_card import render_card
-from specviz.outputs import writable_file, writable_folder
 from specviz.presets import PRESETS, preset
 from specviz.verifiers import SAMPLINGS, VARIANTS
 

@@ -14,7 +14,7 @@ eagle-depth``; the step page's EAGLE panel and the model card draw it).
 from dataclasses import replace
 from pathlib import Path
 
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.stats import acceptance_by_position
 from specviz.train import split
 

@@ -44,9 +44,9 @@ import torch
 
 from models.checkpoint import Checkpoint
 from models.gpt import KVCache
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
+from specviz.core.sampling import probs_from_logits
 from specviz.kernels.cached_model import CachedModel
-from specviz.sampling import probs_from_logits
 from specviz.verifiers import VERIFIERS
 
 MAX_BINS = 20  # PIT histogram bins per position

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.charts.distributions import label
-from specviz.engine import Generation, Settings
-from specviz.record import PositionRecord, RoundRecord
+from specviz.core.engine import Generation, Settings
+from specviz.core.record import PositionRecord, RoundRecord
 from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
 
 # A run whose round 0 accepts two drafts and then rejects one, and whose round 1 accepts all

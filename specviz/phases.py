@@ -15,7 +15,7 @@ the same moment. A pure function of the record: replaying phases never recompute
 from dataclasses import dataclass
 
 from specviz.charts.distributions import label
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 STAGES = ("draft", "verify", "check", "residual", "bonus", "trim")
 

@@ -12,9 +12,9 @@ import statistics
 from dataclasses import dataclass
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
-from specviz.engine import Generation, Settings
-from specviz.markup import script_json
-from specviz.record import Trace
+from specviz.core.engine import Generation, Settings
+from specviz.core.markup import script_json
+from specviz.core.record import Trace
 
 REPLAY_SECONDS = 8.0  # how long the plain lane takes on screen
 

@@ -16,8 +16,8 @@ from plotly.offline import get_plotlyjs
 
 from specviz.charts.distributions import bonus_bars, pq_bars, residual_bars
 from specviz.charts.kv import kv_ledger
-from specviz.markup import script_json
-from specviz.record import RoundRecord, Trace
+from specviz.core.markup import script_json
+from specviz.core.record import RoundRecord, Trace
 from specviz.text_view import LEGEND, STYLE, prompt_spans, round_spans
 
 MAX_POSITIONS = 4  # p/q charts per round: the first verified positions (a tree may verify dozens)

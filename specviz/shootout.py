@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 from models.checkpoint import Checkpoint
 from specviz.bench import bench_settings, expected_totals, run_bench
+from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
-from specviz.engine import Generation, Settings
 from specviz.presets import Preset
 from specviz.stats import acceptance_by_position, expected_tokens_per_round
 

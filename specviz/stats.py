@@ -8,7 +8,7 @@ the standard model of speculative decoding's expected gain (Leviathan et al., 20
                           rejection
 """
 
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 DEFINITIONS = {
     "rounds": "Rounds so far: each round is one target forward pass.",

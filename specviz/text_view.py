@@ -16,8 +16,8 @@ containing markup shows as text.
 
 import html
 
+from specviz.core.record import RoundRecord, Trace
 from specviz.phases import Phase
-from specviz.record import RoundRecord, Trace
 
 STYLE = """<style>
 .sv-text { font-family: ui-monospace, monospace; white-space: pre-wrap; line-height: 1.9; font-size: 15px; }

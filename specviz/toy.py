@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.core.sampling import probs_from_logits, scale_probs
 from specviz.exactness import chi_square, tv
-from specviz.sampling import probs_from_logits, scale_probs
 from specviz.stats import expected_tokens_per_round
 
 SHAPES = ("random", "bump")

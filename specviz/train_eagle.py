@@ -27,8 +27,8 @@ from tqdm import tqdm
 
 from models.checkpoint import load_checkpoint
 from models.eagle import EagleConfig, EagleHead, save_head
+from specviz.core.outputs import writable_file, writable_folder
 from specviz.distill import DEFAULT_CORPUS
-from specviz.outputs import writable_file, writable_folder
 from specviz.train import HeadResume, split
 
 DEPTHS = 4

@@ -30,8 +30,8 @@ from tqdm import tqdm
 from models.artifacts import record_artifact, sha256
 from models.checkpoint import checkpoint_header, checkpoint_path, load_checkpoint
 from models.medusa import DEFAULT_PATH, MedusaHeads, save_heads
+from specviz.core.outputs import writable_file, writable_folder
 from specviz.distill import DEFAULT_CORPUS
-from specviz.outputs import writable_file, writable_folder
 from specviz.train import HeadResume, get_batch, learning_rate, split
 
 DECAY = 0.8  # Medusa-1's per-head loss weight: head i weighs DECAY^(i-1)

@@ -72,7 +72,7 @@ GREEDY_TOKENS = 150
 def greedy(target64):
     """The baseline's greedy run after GREEDY_TEXT (float64), past block_size: run once per test
     process, compared with every drafter."""
-    from specviz.engine import Generation, Settings
+    from specviz.core.engine import Generation, Settings
 
     prompt = target64.tokenizer.encode(GREEDY_TEXT)
     return Generation(target64, prompt, Settings(drafter="none", temperature=0, max_new_tokens=GREEDY_TOKENS)).run()
@@ -159,7 +159,7 @@ def wait_idle(page, timeout_ms: int = 600_000) -> None:
 
 
 def shown(markdown: str) -> str:
-    """The text a markdown message shows once specviz.markup.md's backslash escapes are read."""
+    """The text a markdown message shows once specviz.core.markup.md's backslash escapes are read."""
     import re
 
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)

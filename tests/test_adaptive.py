@@ -23,9 +23,9 @@ from specviz.adaptive.policy import (
     round_cost,
     round_costs,
 )
+from specviz.core.engine import IDLE_FOR_GOOD, Generation, Settings
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
-from specviz.engine import IDLE_FOR_GOOD, Generation, Settings
 from specviz.exactness import chi_square
 from specviz.verifiers import TokenWise, expected_acceptance
 

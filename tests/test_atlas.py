@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.atlas import METHODS, atlas_rows, bench_row
 from specviz.charts.atlas import figures_frame, sources_frame
+from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS
-from specviz.engine import Generation, Settings
 from specviz.memory import drafter_megabytes, held_bytes
 from specviz.presets import preset
 from specviz.verifiers import VERIFIERS

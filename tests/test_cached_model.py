@@ -8,8 +8,8 @@ from conftest import assert_plain_greedy
 
 from models.checkpoint import load_checkpoint
 from models.gpt import PositionError
+from specviz.core.engine import Generation, Settings
 from specviz.drafters.base import tree_mask
-from specviz.engine import Generation, Settings
 from specviz.kernels import native
 from specviz.kernels.attention import attn_bias, causal_bias
 from specviz.kernels.cached_model import CachedModel, lean_weights

@@ -6,7 +6,7 @@ import math
 import pytest
 
 from specviz.adaptive.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, describe_cpu, interpolate, measure
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 
 
 def is_curve(values) -> bool:

@@ -9,12 +9,12 @@ import torch
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
 from specviz import cli
+from specviz.core.sampling import probs_from_logits, scale_probs
 from specviz.drafters.base import tree_mask
 from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
 from specviz.presets import PRESETS
-from specviz.sampling import probs_from_logits, scale_probs
 from specviz.train import HeadResume
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
@@ -162,8 +162,8 @@ def test_charts_from_a_real_round_and_a_measurement(target, tiny):
     import plotly.graph_objects as go
 
     from specviz.charts import eagle as charts
+    from specviz.core.engine import Generation, Settings
     from specviz.eagle_depth import depth_acceptance
-    from specviz.engine import Generation, Settings
 
     prompt = target.tokenizer.encode(TEXT)
     gen = Generation(target, prompt, Settings(drafter="eagle3", k=3, temperature=0.8, max_new_tokens=8))

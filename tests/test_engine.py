@@ -5,9 +5,9 @@ import pytest
 import torch
 from conftest import GREEDY_TEXT, GREEDY_TOKENS, assert_plain_greedy
 
+from specviz.core.engine import Generation, Session, Settings, verify_pass
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.drafters.base import Draft
-from specviz.engine import Generation, Session, Settings, verify_pass
 from specviz.kernels import native
 from specviz.kernels.cached_model import CachedModel, room, window_start
 

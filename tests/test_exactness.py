@@ -12,8 +12,9 @@ import torch
 
 from models.gpt import KVCache
 from specviz.charts.exactness import position_chart
+from specviz.core.engine import Settings
+from specviz.core.sampling import probs_from_logits
 from specviz.drafters import NEURAL_DRAFTERS
-from specviz.engine import Settings
 from specviz.exactness import (
     MAX_SAMPLES,
     chi_square,
@@ -24,7 +25,6 @@ from specviz.exactness import (
     uniform_test,
     verdict,
 )
-from specviz.sampling import probs_from_logits
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"  # repeats: every n-gram drafter has drafts
 ALPHA = 0.001

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from specviz.cli import main
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.presets import preset
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may be downloaded

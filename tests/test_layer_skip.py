@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from specviz.charts.atlas import layer_sweep_figure
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.kernels.cached_model import CachedModel, window_start
 from specviz.layer_sweep import acceptance_by_layers
 

@@ -15,8 +15,8 @@ import torch
 
 from models.artifacts import check_artifact, sha256
 from models.medusa import DEFAULT_PATH, MedusaError, MedusaHeads, cached_heads, load_heads, save_heads
+from specviz.core.engine import Generation, Settings
 from specviz.distill import DEFAULT_CORPUS
-from specviz.engine import Generation, Settings
 from specviz.kernels.cached_model import window_start
 from specviz.train import split
 

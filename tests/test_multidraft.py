@@ -9,8 +9,8 @@ import itertools
 import pytest
 import torch
 
+from specviz.core.sampling import without
 from specviz.drafters.base import Draft
-from specviz.sampling import without
 from specviz.verifiers import Mismatch, TokenWise, residual
 
 

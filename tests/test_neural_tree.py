@@ -7,8 +7,8 @@ keeps the context and drops the tree. Float64 throughout."""
 import pytest
 import torch
 
+from specviz.core.sampling import probs_from_logits, scale_probs
 from specviz.drafters.neural_tree import NeuralTreeDrafter
-from specviz.sampling import probs_from_logits, scale_probs
 from specviz.verifiers import children_of, sibling_rows
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.charts.kv import kv_ledger
 from specviz.charts.phase import accept_test
-from specviz.engine import Session, Settings
+from specviz.core.engine import Session, Settings
 from specviz.phases import round_phases
 from specviz.text_view import text_body
 

@@ -1,7 +1,7 @@
 """A run survives the trip through the URL, and a mangled link still opens a run."""
 
+from specviz.core.engine import Settings
 from specviz.drafters import DRAFTERS
-from specviz.engine import Settings
 from specviz.presets import APP_PRESETS
 from specviz.query import DEFAULT_PRESET, RunSpec, from_query, to_query
 

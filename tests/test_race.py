@@ -3,7 +3,7 @@
 import json
 import re
 
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.race import Lane, lane, race, race_html
 
 

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from specviz.cli import main
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.replay import replay_html
 
 PROMPT = "ROMEO: $x$ &amp; :smile: &lt;b&gt;\n"  # markup a renderer might interpret

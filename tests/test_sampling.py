@@ -6,7 +6,7 @@ from itertools import accumulate
 
 import torch
 
-from specviz.sampling import Stream, draw, draw_cumulative, probs_from_logits, uniform
+from specviz.core.sampling import Stream, draw, draw_cumulative, probs_from_logits, uniform
 
 
 def test_draw_frequencies_are_p():

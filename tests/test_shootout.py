@@ -9,8 +9,8 @@ from streamlit.testing.v1 import AppTest
 
 from models.checkpoint import load_checkpoint
 from specviz.charts import shootout as charts
+from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
-from specviz.engine import Generation, Settings
 from specviz.shootout import modelled_speedup, rules_row, run_shootout
 from specviz.stats import expected_tokens_per_round
 

@@ -13,7 +13,7 @@ from specviz import lesson, toy
 from specviz.charts import exactness as exactness_charts
 from specviz.charts import lesson as lesson_charts
 from specviz.charts import toy as toy_charts
-from specviz.engine import Generation, Settings
+from specviz.core.engine import Generation, Settings
 from specviz.exactness import run_exactness
 from specviz.presets import preset
 from specviz.stats import expected_tokens_per_round

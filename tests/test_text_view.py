@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from specviz.engine import Session, Settings
+from specviz.core.engine import Session, Settings
 from specviz.text_view import text_html
 
 
@@ -21,7 +21,7 @@ def test_markup_in_the_prompt_is_escaped(target):
     with pytest.raises(ValueError):  # '<' is not in the vocabulary: the engine never sees it
         target.tokenizer.encode(prompt)
     # Built by hand so the escaping is tested on its own, with characters the vocabulary lacks.
-    from specviz.record import Trace
+    from specviz.core.record import Trace
 
     vocab = "".join(sorted(set(prompt)))
     trace = Trace({}, vocab, [vocab.index(c) for c in prompt])

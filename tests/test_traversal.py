@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 import torch
 
+from specviz.core.engine import Generation, Settings
 from specviz.drafters.base import Draft, chain
-from specviz.engine import Generation, Settings
 from specviz.exactness import ALPHA, run_exactness, verdict
 from specviz.verifiers import VERIFIERS, Traversal, expected_accepted
 from specviz.verifiers.traversal import accepted_depths, expected_both, tokenwise_expected, traversal_plan

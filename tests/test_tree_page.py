@@ -11,9 +11,9 @@ from streamlit.testing.v1 import AppTest
 
 from models.checkpoint import load_checkpoint
 from specviz.charts import tree as charts
+from specviz.core.engine import Session, Settings
 from specviz.drafters import TREE_DRAFTERS
 from specviz.drafters.trie import NGramTrie
-from specviz.engine import Session, Settings
 from specviz.presets import preset
 from ui.tree_page import DEMOS
 

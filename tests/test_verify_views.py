@@ -11,10 +11,10 @@ from test_tree_page import open_page
 from specviz.charts import block, tries
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.charts.verdict import checks_frame
+from specviz.core.engine import Session, Settings
+from specviz.core.record import RoundRecord
 from specviz.drafters.base import Draft
-from specviz.engine import Session, Settings
 from specviz.exactness import rule_sentence
-from specviz.record import RoundRecord
 from specviz.verifiers import TokenWise, residual
 
 VOCAB = "<a&b"  # markup characters as tokens: every label must reach the screen as text

@@ -10,8 +10,8 @@ from specviz.atlas import atlas_rows
 from specviz.bench import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
+from specviz.core.markup import md
 from specviz.layer_sweep import acceptance_by_layers
-from specviz.markup import md
 from specviz.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.round_view import chart

@@ -10,9 +10,9 @@ settings.
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
+from specviz.core.engine import Generation, Session, Settings
+from specviz.core.markup import md
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
-from specviz.engine import Generation, Session, Settings
-from specviz.markup import md
 from specviz.presets import APP_PRESETS, preset
 from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
 from specviz.verifiers import SAMPLINGS, VARIANTS, VERIFIERS

@@ -9,7 +9,7 @@ import streamlit as st
 from models.eagle import MODELS_DIR
 from specviz.charts import eagle as charts
 from specviz.charts import label
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 DEPTH_FILE = MODELS_DIR / "eagle_depth.json"  # written by: python -m specviz eagle-depth --out models/eagle_depth.json
 

@@ -13,8 +13,8 @@ import time
 import streamlit as st
 
 from specviz.charts import exactness as charts
+from specviz.core.markup import md
 from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
-from specviz.markup import md
 from specviz.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec

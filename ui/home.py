@@ -5,9 +5,9 @@ import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
 from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.core.engine import Generation, Settings
+from specviz.core.markup import md
 from specviz.drafters import DRAFTERS
-from specviz.engine import Generation, Settings
-from specviz.markup import md
 from specviz.race import race, race_html
 from ui.common import costs_for, models_or_stop, page_setup
 

@@ -9,10 +9,10 @@ restarts it when a setting changes) both see the new value in the same rerun.
 
 import streamlit as st
 
-from specviz.engine import Session
+from specviz.core.engine import Session
+from specviz.core.record import Trace
 from specviz.presets import preset
 from specviz.query import APP_LIMITS
-from specviz.record import Trace
 from specviz.text_view import text_html
 from ui.controls import HELP
 

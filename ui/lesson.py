@@ -6,8 +6,8 @@ import streamlit as st
 
 from specviz import charts, lesson
 from specviz.charts import lesson as lesson_charts
-from specviz.engine import Generation, Settings
-from specviz.markup import md
+from specviz.core.engine import Generation, Settings
+from specviz.core.markup import md
 from specviz.presets import preset
 from specviz.stats import acceptance_by_position
 from specviz.text_view import text_html

@@ -8,8 +8,8 @@ import streamlit as st
 
 from specviz.charts import label
 from specviz.charts import lookahead as charts
-from specviz.markup import md
-from specviz.record import RoundRecord
+from specviz.core.markup import md
+from specviz.core.record import RoundRecord
 
 HELP = {
     "n-gram": "The candidate: the root (the last character), then up to N - 1 characters the pool says followed it.",

@@ -6,7 +6,7 @@ import streamlit as st
 
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.charts.medusa import heads_figure
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 
 def medusa_panel(r: RoundRecord, vocab: str) -> None:

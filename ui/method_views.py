@@ -5,7 +5,7 @@ not its method's. So a new method never adds a branch to round_view."""
 
 from collections.abc import Callable
 
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 from ui.eagle_view import eagle_panel
 from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel

@@ -4,7 +4,7 @@ import streamlit as st
 
 from specviz.bench import rows_from_jsonl
 from specviz.charts import shootout as charts
-from specviz.markup import md
+from specviz.core.markup import md
 from specviz.shootout import SWEEP_KS, run_shootout
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec

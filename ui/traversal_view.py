@@ -6,7 +6,7 @@ nothing for a round of another verifier. Every figure comes from specviz.charts.
 import streamlit as st
 
 from specviz.charts import traversal as charts
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 
 def traversal_view(r: RoundRecord, vocab: str) -> None:

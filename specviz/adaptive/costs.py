@@ -50,8 +50,8 @@ from pathlib import Path
 
 import torch
 
+from specviz.core.sampling import probs_from_logits
 from specviz.kernels.cached_model import CachedModel
-from specviz.sampling import probs_from_logits
 
 N_MAX = 256  # the longest pass a round can send: a round never spans a window jump (block_size 256)
 VERIFY_SMALL = (1.11, 0.0375)  # reference: (v(2), per row) for N = 2..8

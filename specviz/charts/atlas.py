@@ -10,7 +10,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
-from specviz.markup import plotly_text
+from specviz.core.markup import plotly_text
 from specviz.palette import BLUE, SKY
 
 

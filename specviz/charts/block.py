@@ -15,8 +15,8 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
 from specviz.charts.figure import draws, probability_figure
-from specviz.markup import plotly_text
-from specviz.record import RoundRecord
+from specviz.core.markup import plotly_text
+from specviz.core.record import RoundRecord
 
 COLUMNS = ["depth", "token", "p(x)", "q(x)", "min(1, p/q)", "P(tw keeps)", "w", "h", "η", "block keeps"]
 HELP = {

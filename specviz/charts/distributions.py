@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import torch
 
 from specviz.charts.figure import arrow, bar, figure
-from specviz.record import PositionRecord, RoundRecord
+from specviz.core.record import PositionRecord, RoundRecord
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
 CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]

@@ -11,9 +11,9 @@ import plotly.graph_objects as go
 from specviz.charts.distributions import label
 from specviz.charts.figure import figure
 from specviz.charts.tree import ACCEPTED, REJECTED, ROOT, UNCHECKED, node_status
-from specviz.markup import plotly_text
+from specviz.core.markup import plotly_text
+from specviz.core.record import RoundRecord
 from specviz.palette import INK, text_on
-from specviz.record import RoundRecord
 
 COLOUR = {"root": ROOT, "accepted": ACCEPTED, "rejected": REJECTED, "unchecked": UNCHECKED}
 

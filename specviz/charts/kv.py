@@ -5,7 +5,7 @@ and one per drafted token; the trim keeps the root and the accepted path, nothin
 import plotly.graph_objects as go
 
 from specviz.charts.figure import bar, figure
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 CACHED, KEPT, TRIMMED = "#999999", "#009E73", "#D55E00"
 HATCH = {"pattern": {"shape": "/"}}

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, pq_bars
-from specviz.record import PositionRecord, RoundRecord
+from specviz.core.record import PositionRecord, RoundRecord
 
 
 def draft_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:

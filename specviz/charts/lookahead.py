@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, label_text
 from specviz.charts.figure import figure
+from specviz.core.record import RoundRecord
 from specviz.palette import ACCEPTED, GREY, INK, MUTED, REJECTED, P, Q
-from specviz.record import RoundRecord
 
 
 def is_lookahead(r: RoundRecord) -> bool:

@@ -15,7 +15,7 @@ from plotly.subplots import make_subplots
 
 from specviz.charts.distributions import label, label_text
 from specviz.charts.tree import node_status
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 SOURCES = ("prompt", "accepted", "filler_top_k")
 COLOUR = {"prompt": "#999999", "accepted": "#009E73", "filler_top_k": "#CC79A7"}

@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
-from specviz.markup import plotly_text
+from specviz.core.markup import plotly_text
 from specviz.shootout import modelled_speedup
 from specviz.stats import expected_tokens_per_round
 

@@ -12,7 +12,7 @@ is read off the record and the residual after each try is recomputed from them.
 import pandas as pd
 
 from specviz.charts.distributions import label
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 from specviz.verifiers.tokenwise import residual
 
 COLUMNS = ["try", "node", "token", "q(x)", "p(x)", "min(1, p/q)", "u", "result", "residual left"]

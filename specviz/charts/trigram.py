@@ -4,7 +4,7 @@ fell back to the bigram row because the context had too little evidence."""
 import pandas as pd
 
 from specviz.charts.distributions import label, label_text
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 COLUMNS = ["depth", "drafted", "row", "context", "evidence"]
 HELP = {

@@ -9,7 +9,7 @@ import pandas as pd
 
 from specviz.charts import block, traversal
 from specviz.charts.distributions import candidate_frame
-from specviz.record import RoundRecord
+from specviz.core.record import RoundRecord
 
 CANDIDATE_HELP = {
     "depth": "d, the depth: the candidate's position in the draft; 1 is the first drafted character.",

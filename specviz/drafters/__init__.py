@@ -50,7 +50,7 @@ def eagle_head_name(drafter: str, settings) -> str:
 
 
 def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None, target_cache=None) -> Drafter:
-    """``settings`` carries the knobs (see specviz.engine.Settings); ``draft_model`` is the
+    """``settings`` carries the knobs (see specviz.core.engine.Settings); ``draft_model`` is the
     tiny GPT, needed only by the neural drafters (NEURAL_DRAFTERS)."""
     # target_cache: the generation's own target CachedModel, needed only by layer-skip, which
     # drafts with the target's first layers inside the target's KV cache (no second prefill).

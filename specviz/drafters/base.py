@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.sampling import draw, scale_probs
+from specviz.core.sampling import draw, scale_probs
 
 
 @dataclass
@@ -91,7 +91,7 @@ class Drafter:
 
     ``draft(context, k, temperature, gen)``: context is every token so far (prompt and
     generated); propose at most ``k`` tokens deep (fewer, or none, is allowed). Sampling must
-    use ``gen`` and the helpers in specviz.sampling, so that a seed reproduces a run.
+    use ``gen`` and the helpers in specviz.core.sampling, so that a seed reproduces a run.
 
     ``observe(logits)``: only for a draft that carried ``extra`` tokens (see Extra).
 

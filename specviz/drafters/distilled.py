@@ -22,8 +22,8 @@ from itertools import accumulate
 import torch
 
 from models.distilled import DistilledTable
+from specviz.core.sampling import draw_cumulative
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
-from specviz.sampling import draw_cumulative
 
 TREE_CHILDREN = 3
 

@@ -42,11 +42,11 @@ import torch
 from torch.nn import functional as F
 
 from models.eagle import EagleHead, load_head
+from specviz.core.sampling import probs_from_logits
 from specviz.drafters.base import Drafter, chain, sample_chain
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel, block_weights, lean_block, window_start
 from specviz.kernels.linear import Linear
-from specviz.sampling import probs_from_logits
 
 # Per drafted token, in target forward passes (see the docstring for the measurements).
 DRAFT_COST = 0.5

@@ -25,9 +25,9 @@ the shallow exits of this 4-layer model are rough guesses.
 
 import torch
 
+from specviz.core.sampling import probs_from_logits
 from specviz.drafters.base import Drafter, chain, sample_chain
 from specviz.kernels.cached_model import CachedModel, window_start
-from specviz.sampling import probs_from_logits
 
 
 class LayerSkipDrafter(Drafter):

@@ -5,9 +5,9 @@ with the target's own trim, and only the missing tokens are fed, in the same for
 the first drafted position: K tiny forward passes per round, not K + 1."""
 
 from models.gpt import GPT
+from specviz.core.sampling import probs_from_logits
 from specviz.drafters.base import Drafter, sample_chain
 from specviz.kernels.cached_model import CachedModel
-from specviz.sampling import probs_from_logits
 
 
 class NeuralDrafter(Drafter):

@@ -30,9 +30,9 @@ K tiny forward passes per round at most (one for the context, one per depth but 
 import torch
 
 from models.gpt import GPT
+from specviz.core.sampling import draw, probs_from_logits, scale_probs, without
 from specviz.drafters.base import Draft, Drafter, chain, depth_first, tree_mask
 from specviz.kernels.cached_model import CachedModel
-from specviz.sampling import draw, probs_from_logits, scale_probs, without
 
 # Default children per node, as the distilled tree: at T = 0.8, 16 nodes at K = 4 lift the chance that a
 # depth-1 draft is accepted from the chain's 0.67 to 0.88 (measured on the app's four presets).

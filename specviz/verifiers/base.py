@@ -13,8 +13,8 @@ from functools import cache
 
 import torch
 
+from specviz.core.record import PositionRecord
 from specviz.drafters.base import Draft
-from specviz.record import PositionRecord
 
 
 @cache

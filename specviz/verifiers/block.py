@@ -23,9 +23,9 @@ one draft it can be lower than token-wise (tests/test_block.py enumerates both).
 
 import torch
 
+from specviz.core.record import PositionRecord
+from specviz.core.sampling import draw, uniform
 from specviz.drafters.base import Draft
-from specviz.record import PositionRecord
-from specviz.sampling import draw, uniform
 from specviz.verifiers.base import Verdict, Verifier, proposal_rows
 
 

@@ -22,8 +22,8 @@ the verifier assumes the wrong scheme.
 
 import torch
 
+from specviz.core.sampling import without
 from specviz.drafters.base import Draft
-from specviz.sampling import without
 from specviz.verifiers.base import children_of, proposal_rows
 
 SAMPLINGS = ("with-replacement", "without-replacement")

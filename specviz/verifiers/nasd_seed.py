@@ -4,9 +4,9 @@ drafted token is emitted with probability p(x)(2 - p(x)) instead of p(x)."""
 
 import torch
 
+from specviz.core.record import PositionRecord
+from specviz.core.sampling import draw
 from specviz.drafters.base import Draft
-from specviz.record import PositionRecord
-from specviz.sampling import draw
 from specviz.verifiers.base import Verdict, Verifier, proposal_rows
 
 

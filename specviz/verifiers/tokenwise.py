@@ -18,9 +18,9 @@ child's q. In total min(p, q) + (p - q)+ = p.
 
 import torch
 
+from specviz.core.record import PositionRecord
+from specviz.core.sampling import draw, uniform
 from specviz.drafters.base import Draft
-from specviz.record import PositionRecord
-from specviz.sampling import draw, uniform
 from specviz.verifiers.base import Verdict, Verifier, children_of, one_hots, proposal_rows
 from specviz.verifiers.multidraft import SAMPLINGS, next_sibling_q, sibling_rows
 

@@ -72,9 +72,9 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.core.record import PositionRecord
+from specviz.core.sampling import draw, uniform
 from specviz.drafters.base import Draft
-from specviz.record import PositionRecord
-from specviz.sampling import draw, uniform
 from specviz.verifiers.base import Verdict, Verifier, children_of
 from specviz.verifiers.multidraft import sibling_rows
 from specviz.verifiers.tokenwise import residual

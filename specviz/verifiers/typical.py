@@ -21,9 +21,9 @@ import math
 
 import torch
 
+from specviz.core.record import PositionRecord
+from specviz.core.sampling import draw
 from specviz.drafters.base import Draft
-from specviz.record import PositionRecord
-from specviz.sampling import draw
 from specviz.verifiers.base import Verdict, Verifier, children_of, proposal_rows
 
 EPSILON, DELTA = 0.09, 0.3

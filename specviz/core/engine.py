@@ -20,12 +20,12 @@ from models.checkpoint import Checkpoint
 from models.distilled import MAX_CONTEXT
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.adaptive.policy import AdaptiveK
+from specviz.core.markup import cut
+from specviz.core.record import RoundRecord, Trace
+from specviz.core.sampling import Stream, probs_from_logits
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
 from specviz.kernels.cached_model import CachedModel, room, window_start
-from specviz.markup import cut
-from specviz.record import RoundRecord, Trace
-from specviz.sampling import Stream, probs_from_logits
 from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_verifier
 
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check

@@ -1,6 +1,6 @@
 """Peak memory of the exactness lab's largest request: the bound the lab promises.
 
-The lab accepts N <= 20,000 runs (specviz.exactness.MAX_SAMPLES), K <= 16 (the sidebar's
+The lab accepts N <= 20,000 runs (specviz.teaching.exactness.MAX_SAMPLES), K <= 16 (the sidebar's
 limit), so runs of 17 characters, a prompt of up to 256 - K = 240 characters, and an exact
 enumeration of the first 3 characters. This runs that request on the target in a fresh process
 and reports the process's peak resident set size (ru_maxrss) after loading the models and at the
@@ -30,9 +30,9 @@ def peak_mb() -> float:
 def main() -> None:
     from models.checkpoint import load_checkpoint
     from specviz.core.engine import Settings
-    from specviz.exactness import MAX_SAMPLES, run_exactness, verdict
-    from specviz.presets import preset
-    from specviz.query import APP_LIMITS
+    from specviz.teaching.exactness import MAX_SAMPLES, run_exactness, verdict
+    from specviz.teaching.presets import preset
+    from specviz.teaching.query import APP_LIMITS
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=MAX_SAMPLES)

@@ -16,7 +16,7 @@ from models.checkpoint import load_checkpoint
 from specviz.bench import run_bench
 from specviz.core.engine import Generation, Settings
 from specviz.kernels.cached_model import CachedModel
-from specviz.presets import PRESETS
+from specviz.teaching.presets import PRESETS
 
 
 def hit_rate(target, k: int, n: int, T: float) -> dict:

@@ -147,7 +147,7 @@ token, is the matmul kernels', and it decides how much drafting can win.
 ```
 
 Every drafter and the KV-cached baseline (`none`) ran through the engine the app uses
-(`Generation.run`) on the {main[0]["prompts"]} prompts of `specviz/presets.py` (free continuation,
+(`Generation.run`) on the {main[0]["prompts"]} prompts of `specviz/teaching/presets.py` (free continuation,
 repetitive, quoting, dialogue, a refrain, gibberish), {main[0]["new_tokens"]} new tokens each, at
 temperature 0 and 0.8: every drafter at a fixed K = 4 (the rows to compare with earlier runs), and
 again in its default configuration, adaptive K (`auto≤12`). Runs are interleaved (each repeat runs

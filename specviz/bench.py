@@ -17,7 +17,7 @@ tokens under both rules, so its row also says what each rule makes of the same d
 Likewise, with ``traversal=True`` every tree drafter also runs with traversal verification (Weng
 et al. 2025) at the sampled temperatures: ``tau_same_lossless`` and ``tau_same_traversal``.
 
-With ``lossy=True`` the lossy methods of the atlas (specviz/atlas.py: seed 004's correction rule on NASD's
+With ``lossy=True`` the lossy methods of the atlas (specviz/teaching/atlas.py: seed 004's correction rule on NASD's
 drafts, Medusa's typical acceptance) run too, at the sampled temperatures: what a rule that changes the
 output buys in speed, beside the lossless rows of the same drafter.
 
@@ -65,12 +65,12 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
 from specviz.adaptive.policy import AUTO_K_MAX
-from specviz.atlas import METHODS
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.kernels import native
 from specviz.memory import drafter_megabytes
-from specviz.presets import PRESETS, Preset
+from specviz.teaching.atlas import METHODS
+from specviz.teaching.presets import PRESETS, Preset
 
 TEMPERATURES = (0.0, 0.8)
 BASELINE = "none"

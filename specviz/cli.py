@@ -36,9 +36,9 @@ from specviz.core.markup import cut
 from specviz.core.outputs import writable_file, writable_folder
 from specviz.drafters import DRAFTERS, EAGLE_DRAFTERS, NEURAL_DRAFTERS, eagle_head_name
 from specviz.drafters.eagle import shared_head
-from specviz.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.model_card import render_card
-from specviz.presets import PRESETS, preset
+from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
+from specviz.teaching.presets import PRESETS, preset
 from specviz.verifiers import SAMPLINGS, VARIANTS
 
 MAX_ERROR = 300  # characters of an error line; a value that would make it longer is cut
@@ -237,7 +237,7 @@ def cmd_generate(args) -> None:
 
 
 def cmd_replay(args) -> None:
-    from specviz.replay import replay_html
+    from specviz.teaching.replay import replay_html
 
     out = checked(writable_file, args.out)  # before any work
     target, prompt, settings, draft_model = prepare(args, args.max_new_tokens)

@@ -6,7 +6,7 @@ eagle-depth``; the step page's EAGLE panel and the model card draw it).
                   eagle3 no TTT (the same head trained on step 0 only), neural (the tiny model)
     prompts       windows of the corpus's validation split (its last 10%, which no head or model
                   trained on), or the app's presets when the corpus is absent
-    per depth d   accepted / tried over every round of every prompt (specviz.stats's
+    per depth d   accepted / tried over every round of every prompt (specviz.teaching.stats's
                   acceptance_by_position: a chain's depth d is tried only when 1..d-1 were
                   accepted), and accepted / rounds (the chance a round gets at least d tokens in)
 """
@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from specviz.core.engine import Generation, Settings
-from specviz.stats import acceptance_by_position
+from specviz.teaching.stats import acceptance_by_position
 from specviz.train import split
 
 SERIES = {"eagle1": {"drafter": "eagle1"}, "eagle3": {"drafter": "eagle3"},

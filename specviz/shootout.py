@@ -22,8 +22,8 @@ from models.checkpoint import Checkpoint
 from specviz.bench import bench_settings, expected_totals, run_bench
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
-from specviz.presets import Preset
-from specviz.stats import acceptance_by_position, expected_tokens_per_round
+from specviz.teaching.presets import Preset
+from specviz.teaching.stats import acceptance_by_position, expected_tokens_per_round
 
 SWEEP_KS = (1, 2, 4, 8)
 

@@ -26,7 +26,7 @@ from specviz.adaptive.policy import (
 from specviz.core.engine import IDLE_FOR_GOOD, Generation, Settings
 from specviz.drafters import DRAFTERS
 from specviz.drafters.base import Draft
-from specviz.exactness import chi_square
+from specviz.teaching.exactness import chi_square
 from specviz.verifiers import TokenWise, expected_acceptance
 
 verify = TokenWise().verify

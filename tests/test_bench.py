@@ -28,7 +28,7 @@ from specviz.bench import (
 from specviz.bench_chart import bench_chart
 from specviz.cli import main
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
-from specviz.presets import PRESETS
+from specviz.teaching.presets import PRESETS
 from specviz.verifiers import VERIFIERS
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ import pytest
 from models.checkpoint import load_checkpoint
 from specviz import charts
 from specviz.core.engine import Session, Settings
-from specviz.stats import acceptance_by_position, expected_tokens_per_round, running_totals
+from specviz.teaching.stats import acceptance_by_position, expected_tokens_per_round, running_totals
 
 
 @pytest.fixture(scope="module")

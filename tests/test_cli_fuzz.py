@@ -17,7 +17,7 @@ import specviz.distill
 from models.checkpoint import load_checkpoint
 from specviz.adaptive.costs import measure
 from specviz.cli import main
-from specviz.exactness import run_exactness
+from specviz.teaching.exactness import run_exactness
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {"run": 0, "exit 0": 0, "exit 2": 0}

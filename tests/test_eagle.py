@@ -14,7 +14,7 @@ from specviz.drafters.base import tree_mask
 from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
-from specviz.presets import PRESETS
+from specviz.teaching.presets import PRESETS
 from specviz.train import HeadResume
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"

@@ -15,7 +15,7 @@ from specviz.charts.exactness import position_chart
 from specviz.core.engine import Settings
 from specviz.core.sampling import probs_from_logits
 from specviz.drafters import NEURAL_DRAFTERS
-from specviz.exactness import (
+from specviz.teaching.exactness import (
     MAX_SAMPLES,
     chi_square,
     exact_distribution,

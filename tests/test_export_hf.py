@@ -9,7 +9,7 @@ import torch
 
 from specviz.cli import main
 from specviz.core.engine import Generation, Settings
-from specviz.presets import preset
+from specviz.teaching.presets import preset
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may be downloaded
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -14,7 +14,7 @@ from models.checkpoint import load_checkpoint
 from specviz.charts import nasd as charts
 from specviz.core.engine import Session, Settings
 from specviz.drafters.nasd import NASDDrafter
-from specviz.presets import preset
+from specviz.teaching.presets import preset
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The round phase by phase (specviz/phases.py, ui/phase_view.py): every phase in order, each check
+"""The round phase by phase (specviz/teaching/phases.py, ui/phase_view.py): every phase in order, each check
 pointing at its candidate in the text, the charts and the KV ledger at the same moment."""
 
 import html
@@ -11,8 +11,8 @@ from streamlit.testing.v1 import AppTest
 from specviz.charts.kv import kv_ledger
 from specviz.charts.phase import accept_test
 from specviz.core.engine import Session, Settings
-from specviz.phases import round_phases
-from specviz.text_view import text_body
+from specviz.teaching.phases import round_phases
+from specviz.teaching.text_view import text_body
 
 
 def rounds_of(target, drafter: str, n: int = 20):

@@ -2,8 +2,8 @@
 
 from specviz.core.engine import Settings
 from specviz.drafters import DRAFTERS
-from specviz.presets import APP_PRESETS
-from specviz.query import DEFAULT_PRESET, RunSpec, from_query, to_query
+from specviz.teaching.presets import APP_PRESETS
+from specviz.teaching.query import DEFAULT_PRESET, RunSpec, from_query, to_query
 
 
 def test_round_trip_keeps_every_setting():

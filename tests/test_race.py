@@ -4,7 +4,7 @@ import json
 import re
 
 from specviz.core.engine import Generation, Settings
-from specviz.race import Lane, lane, race, race_html
+from specviz.teaching.race import Lane, lane, race, race_html
 
 
 def test_a_lane_replays_the_rounds_at_their_measured_times(target):

@@ -8,7 +8,7 @@ import pytest
 
 from specviz.cli import main
 from specviz.core.engine import Generation, Settings
-from specviz.replay import replay_html
+from specviz.teaching.replay import replay_html
 
 PROMPT = "ROMEO: $x$ &amp; :smile: &lt;b&gt;\n"  # markup a renderer might interpret
 

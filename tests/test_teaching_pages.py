@@ -9,14 +9,14 @@ import pytest
 from conftest import shown, wait_idle
 from streamlit.testing.v1 import AppTest
 
-from specviz import lesson, toy
 from specviz.charts import exactness as exactness_charts
 from specviz.charts import lesson as lesson_charts
 from specviz.charts import toy as toy_charts
 from specviz.core.engine import Generation, Settings
-from specviz.exactness import run_exactness
-from specviz.presets import preset
-from specviz.stats import expected_tokens_per_round
+from specviz.teaching import lesson, toy
+from specviz.teaching.exactness import run_exactness
+from specviz.teaching.presets import preset
+from specviz.teaching.stats import expected_tokens_per_round
 
 ROOT = Path(__file__).resolve().parents[1]
 

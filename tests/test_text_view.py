@@ -6,7 +6,7 @@ import re
 import pytest
 
 from specviz.core.engine import Session, Settings
-from specviz.text_view import text_html
+from specviz.teaching.text_view import text_html
 
 
 def spans(markup: str) -> list[tuple[str, str, str]]:

@@ -6,8 +6,8 @@ import math
 import pytest
 import torch
 
-from specviz import toy
-from specviz.stats import expected_tokens_per_round
+from specviz.teaching import toy
+from specviz.teaching.stats import expected_tokens_per_round
 
 PAIRS = [
     dict(),  # seed 003's: random logits, a draft at temperature 0.5

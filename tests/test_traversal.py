@@ -11,7 +11,7 @@ import torch
 
 from specviz.core.engine import Generation, Settings
 from specviz.drafters.base import Draft, chain
-from specviz.exactness import ALPHA, run_exactness, verdict
+from specviz.teaching.exactness import ALPHA, run_exactness, verdict
 from specviz.verifiers import VERIFIERS, Traversal, expected_accepted
 from specviz.verifiers.traversal import accepted_depths, expected_both, tokenwise_expected, traversal_plan
 
@@ -314,7 +314,7 @@ def test_step_page_shows_the_traversal():
 
 
 def test_exactness_lab_labels_the_wrong_variant_lossy():
-    from specviz.exactness import rule_sentence
+    from specviz.teaching.exactness import rule_sentence
     from ui.controls import verifier_label
 
     assert "LOSSY" in rule_sentence("traversal-token-residual") and "expected to pass" in rule_sentence("traversal")

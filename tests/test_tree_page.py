@@ -14,7 +14,7 @@ from specviz.charts import tree as charts
 from specviz.core.engine import Session, Settings
 from specviz.drafters import TREE_DRAFTERS
 from specviz.drafters.trie import NGramTrie
-from specviz.presets import preset
+from specviz.teaching.presets import preset
 from ui.tree_page import DEMOS
 
 APP = Path(__file__).resolve().parents[1] / "app.py"

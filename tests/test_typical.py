@@ -9,7 +9,7 @@ import torch
 import specviz.verifiers.typical as typical_mod
 from specviz.core.engine import Settings
 from specviz.drafters.base import Draft, chain
-from specviz.exactness import run_exactness, verdict
+from specviz.teaching.exactness import run_exactness, verdict
 from specviz.verifiers import TokenWise, Typical
 from specviz.verifiers.typical import typical_threshold
 

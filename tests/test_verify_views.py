@@ -14,7 +14,7 @@ from specviz.charts.verdict import checks_frame
 from specviz.core.engine import Session, Settings
 from specviz.core.record import RoundRecord
 from specviz.drafters.base import Draft
-from specviz.exactness import rule_sentence
+from specviz.teaching.exactness import rule_sentence
 from specviz.verifiers import TokenWise, residual
 
 VOCAB = "<a&b"  # markup characters as tokens: every label must reach the screen as text

@@ -1,13 +1,13 @@
 """Acceptance math: seed 003's toy with no model. Shape p and q with the sliders; the page shows
 what one accept/reject step accepts, what it redraws from, and a simulation of many steps whose
-output converges to p. Every number comes from specviz.toy; every figure from specviz.charts.toy."""
+output converges to p. Every number comes from specviz.teaching.toy; every figure from specviz.charts.toy."""
 
 import streamlit as st
 
-from specviz import toy
 from specviz.charts import toy as charts
-from specviz.exactness import ALPHA
-from specviz.stats import p_value_sentence
+from specviz.teaching import toy
+from specviz.teaching.exactness import ALPHA
+from specviz.teaching.stats import p_value_sentence
 from ui.common import page_setup, question
 from ui.round_view import chart
 

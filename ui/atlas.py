@@ -1,18 +1,18 @@
 """The methods atlas: every way the app drafts and verifies, in one chart and two tables, with the
 figures of one bench run (docs/bench.jsonl, written by `python -m specviz bench`), each method
-linked to its step page on a preset that suits it. The text lives in specviz/atlas.py."""
+linked to its step page on a preset that suits it. The text lives in specviz/teaching/atlas.py."""
 
 from pathlib import Path
 
 import streamlit as st
 
-from specviz.atlas import atlas_rows
 from specviz.bench import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
 from specviz.core.markup import md
 from specviz.layer_sweep import acceptance_by_layers
-from specviz.presets import preset
+from specviz.teaching.atlas import atlas_rows
+from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.round_view import chart
 

@@ -13,8 +13,8 @@ from models.tokenizer import UnknownCharactersError
 from specviz.core.engine import Generation, Session, Settings
 from specviz.core.markup import md
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
-from specviz.presets import APP_PRESETS, preset
-from specviz.query import APP_LIMITS, RunSpec, from_query, to_query
+from specviz.teaching.presets import APP_PRESETS, preset
+from specviz.teaching.query import APP_LIMITS, RunSpec, from_query, to_query
 from specviz.verifiers import SAMPLINGS, VARIANTS, VERIFIERS
 from ui.common import costs_for, models_or_stop
 

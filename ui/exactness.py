@@ -3,7 +3,7 @@ temperature, K and verification rule, tested against the target's exact distribu
 position (so every draft position 1..K), and the first few characters against their exact joint
 distribution (computed by enumeration). Any drafter and verification rule the sidebar allows:
 the lossless ones (token-wise, block) pass; the lossy ones (seed 004's "nasd-seed", the
-deliberately wrong "replacement-mismatch") fail once N is large enough. See specviz.exactness.
+deliberately wrong "replacement-mismatch") fail once N is large enough. See specviz.teaching.exactness.
 
 Runs only on the button, with a progress bar; results are kept per browser session, keyed by
 everything that defines them, so coming back to the same settings is instant."""
@@ -14,8 +14,8 @@ import streamlit as st
 
 from specviz.charts import exactness as charts
 from specviz.core.markup import md
-from specviz.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
-from specviz.presets import preset
+from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
+from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec
 from ui.round_view import chart

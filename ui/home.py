@@ -8,7 +8,7 @@ from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.core.engine import Generation, Settings
 from specviz.core.markup import md
 from specviz.drafters import DRAFTERS
-from specviz.race import race, race_html
+from specviz.teaching.race import race, race_html
 from ui.common import costs_for, models_or_stop, page_setup
 
 RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
@@ -32,7 +32,7 @@ def race_section(target, tiny) -> None:
     settings = Settings(drafter=drafter, k=AUTO_K_MAX, k_auto=True, temperature=temperature, max_new_tokens=200)
     with st.spinner("Timing both runs (3 each, interleaved)..."):
         plain, spec = measured_race(settings, st.session_state.get("race_nonce", 0), target, tiny)
-    # Trusted HTML: built by specviz.race, with every character of text set through textContent.
+    # Trusted HTML: built by specviz.teaching.race, with every character of text set through textContent.
     st.iframe(race_html(RACE_PROMPT, plain, spec), height=360)
     st.caption("Each lane replays a real run at the times the engine measured on this server (the median of 3 "
                "interleaved runs), slowed down so the eye can follow; the figures under each lane are the measured ones.")  # fmt: skip

@@ -11,9 +11,9 @@ import streamlit as st
 
 from specviz.core.engine import Session
 from specviz.core.record import Trace
-from specviz.presets import preset
-from specviz.query import APP_LIMITS
-from specviz.text_view import text_html
+from specviz.teaching.presets import preset
+from specviz.teaching.query import APP_LIMITS
+from specviz.teaching.text_view import text_html
 from ui.controls import HELP
 
 

@@ -1,16 +1,17 @@
 """Guided lesson: one real round of speculative decoding in short steps, each drawing only the part
 of the charts it talks about. In "predict, then reveal" mode the student guesses each check's
-verdict before seeing it. The steps' texts live in specviz.lesson; this file lays them out."""
+verdict before seeing it. The steps' texts live in specviz.teaching.lesson; this file lays them out."""
 
 import streamlit as st
 
-from specviz import charts, lesson
+from specviz import charts
 from specviz.charts import lesson as lesson_charts
 from specviz.core.engine import Generation, Settings
 from specviz.core.markup import md
-from specviz.presets import preset
-from specviz.stats import acceptance_by_position
-from specviz.text_view import text_html
+from specviz.teaching import lesson
+from specviz.teaching.presets import preset
+from specviz.teaching.stats import acceptance_by_position
+from specviz.teaching.text_view import text_html
 from ui.common import costs_for, models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart

@@ -1,4 +1,4 @@
-"""The step page's phase-by-phase view of one round (specviz/phases.py): a phase control with
+"""The step page's phase-by-phase view of one round (specviz/teaching/phases.py): a phase control with
 previous, next and play, and for the phase on screen the text, the p/q chart, the draw against
 min(1, p/q), the residual or bonus and the KV ledger, all pointing at the same candidate.
 Keyboard: Shift+Left and Shift+Right step the phases (Left and Right step the rounds)."""
@@ -10,8 +10,8 @@ from specviz.charts.lesson import VERIFY_HELP, VERIFY_VIEW, draft_frame, verify_
 from specviz.charts.phase import accept_test
 from specviz.core.engine import Session
 from specviz.core.markup import md
-from specviz.phases import round_phases
-from specviz.text_view import text_html
+from specviz.teaching.phases import round_phases
+from specviz.teaching.text_view import text_html
 from ui.round_view import chart, table
 
 PLAY_EVERY = 1.5  # seconds a phase stays on screen under play

@@ -9,9 +9,9 @@ from specviz.charts import tries
 from specviz.core.engine import Session
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord, Trace
-from specviz.replay import replay_html
-from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
-from specviz.text_view import text_html
+from specviz.teaching.replay import replay_html
+from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
+from specviz.teaching.text_view import text_html
 from ui.method_views import method_panels
 
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}

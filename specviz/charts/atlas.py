@@ -15,7 +15,7 @@ from specviz.palette import BLUE, SKY
 
 
 def speedup_figure(rows: list[dict]) -> go.Figure:
-    """``rows``: specviz.atlas.atlas_rows; methods without a measured row are left out."""
+    """``rows``: specviz.teaching.atlas.atlas_rows; methods without a measured row are left out."""
     rows = [r for r in rows if r["speedup T=0"] is not None or r["speedup T=0.8"] is not None]
     names = [plotly_text(r["method"]) for r in rows]
     lossy = ["/" if r["lossless"] == "LOSSY" else "" for r in rows]
@@ -62,7 +62,7 @@ SOURCE_WIDTHS = {h: width for h, (_, width) in SOURCES.items()}
 
 
 def figures_frame(rows: list[dict], temperature: float) -> pd.DataFrame:
-    """``rows``: specviz.atlas.atlas_rows. One row per method: its figures at ``temperature`` (one of
+    """``rows``: specviz.teaching.atlas.atlas_rows. One row per method: its figures at ``temperature`` (one of
     TEMPERATURES) under the FIGURES headers, and the link to its step page."""
     T = f"{temperature:g}"
     return pd.DataFrame(
@@ -73,7 +73,7 @@ def figures_frame(rows: list[dict], temperature: float) -> pd.DataFrame:
 
 
 def sources_frame(rows: list[dict]) -> pd.DataFrame:
-    """``rows``: specviz.atlas.atlas_rows. One row per method: what it is, in words."""
+    """``rows``: specviz.teaching.atlas.atlas_rows. One row per method: what it is, in words."""
     return pd.DataFrame([{h: r[h] for h in SOURCES} for r in rows], columns=list(SOURCES))
 
 

@@ -1,5 +1,5 @@
 """The exactness lab's figures: the first characters of N speculative runs against the target's
-exact distribution over them (specviz.exactness.ExactnessResult).
+exact distribution over them (specviz.teaching.exactness.ExactnessResult).
 
 Each expected bar carries a band of ±2 binomial standard deviations, sqrt(P(1 − P)/N): where an
 observed frequency should fall about 95% of the time if the runs really follow the target."""
@@ -11,7 +11,7 @@ import torch
 
 from specviz.charts.distributions import P_COLOUR, Q_COLOUR, _layout, label_text
 from specviz.charts.figure import bar, figure
-from specviz.exactness import ExactnessResult, tv
+from specviz.teaching.exactness import ExactnessResult, tv
 
 
 def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: str, top: int = 15) -> list[dict]:

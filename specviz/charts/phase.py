@@ -1,4 +1,4 @@
-"""The figure of a check phase (specviz/phases.py): the uniform draw against the acceptance
+"""The figure of a check phase (specviz/teaching/phases.py): the uniform draw against the acceptance
 probability, on one line from 0 to 1. A candidate is accepted when u < min(1, p/q): the green part
 of the line is where u lands for an accept (hatched orange: a reject), the diamond is the draw."""
 

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
 from specviz.core.markup import plotly_text
 from specviz.shootout import modelled_speedup
-from specviz.stats import expected_tokens_per_round
+from specviz.teaching.stats import expected_tokens_per_round
 
 COLUMNS = {"drafter": "drafter", "verification": "verification", "temperature": "T", "k": "K", "tokens_per_forward": "tokens / forward",
            "acceptance_rate": "acceptance α", "tokens_per_s": "tokens / s", "seconds": "wall s",

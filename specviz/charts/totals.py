@@ -7,7 +7,7 @@ from specviz.charts.figure import bar, figure
 
 
 def acceptance_chart(by_position: list[dict]) -> go.Figure:
-    """``by_position``: rows of specviz.stats.acceptance_by_position."""
+    """``by_position``: rows of specviz.teaching.stats.acceptance_by_position."""
     data = [bar([r["depth"] for r in by_position], [r["rate"] for r in by_position], "accepted / tried",
                 marker={"color": "#009E73"}, text=[f"{r['accepted']}/{r['tried']}" for r in by_position],
                 textposition="outside")]  # fmt: skip

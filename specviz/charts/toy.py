@@ -1,4 +1,4 @@
-"""The acceptance-math toy's figures (specviz.toy): p against q with the accepted overlap, the
+"""The acceptance-math toy's figures (specviz.teaching.toy): p against q with the accepted overlap, the
 residual, the simulated output against p, its convergence, and the expected tokens per round.
 Tokens are numbered 0..V-1: the toy has no characters. Same colours as the round's charts."""
 
@@ -9,7 +9,7 @@ import torch
 
 from specviz.charts.distributions import DRAW_COLOUR, MIN_COLOUR, P_COLOUR, Q_COLOUR, _layout
 from specviz.charts.figure import bar, figure
-from specviz.toy import Overlap
+from specviz.teaching.toy import Overlap
 
 EXACT_COLOUR, BIASED_COLOUR, GREY = "#009E73", "#CC79A7", "#999999"
 MARGIN = {"l": 40, "r": 10, "t": 50, "b": 30}
@@ -93,7 +93,7 @@ def convergence_chart(curves: dict[str, list[tuple[int, float]]], limits: dict[s
 
 
 def tokens_per_round_chart(rows: list[dict], alpha: float) -> go.Figure:
-    """``rows``: specviz.toy.per_k. Expected (1 − α^(K+1))/(1 − α), measured, and the K + 1 ceiling."""
+    """``rows``: specviz.teaching.toy.per_k. Expected (1 − α^(K+1))/(1 − α), measured, and the K + 1 ceiling."""
     k = [r["k"] for r in rows]
     data = [bar(k, [r["expected"] for r in rows], "expected (1 − α^(K+1)) / (1 − α)", marker={"color": P_COLOUR},
                 text=[f"{r['expected']:.2f}" for r in rows], textposition="inside")]  # fmt: skip

@@ -6,7 +6,7 @@
     bonus       drawn from p after a fully accepted draft: blue, double underline
     rejected    the current round's rejected candidates: red, struck through
     unchecked   drafted after a rejection, never looked at: grey, struck through
-    pending     phase by phase (specviz/phases.py): drafted, not yet checked: dotted underline
+    pending     phase by phase (specviz/teaching/phases.py): drafted, not yet checked: dotted underline
     focus       phase by phase: what the current phase is about: a blue outline
 
 Colour is never the only cue (each kind has its own line style), and every emitted character
@@ -17,7 +17,7 @@ containing markup shows as text.
 import html
 
 from specviz.core.record import RoundRecord, Trace
-from specviz.phases import Phase
+from specviz.teaching.phases import Phase
 
 STYLE = """<style>
 .sv-text { font-family: ui-monospace, monospace; white-space: pre-wrap; line-height: 1.9; font-size: 15px; }

@@ -18,7 +18,7 @@ class Method:
     drafter: str
     source: str  # where the draft comes from
     paper: str
-    preset: str  # the preset where it shows best (specviz/presets.py)
+    preset: str  # the preset where it shows best (specviz/teaching/presets.py)
     verification: str = "lossless"
 
     @property

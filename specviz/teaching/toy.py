@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import torch
 
 from specviz.core.sampling import probs_from_logits, scale_probs
-from specviz.exactness import chi_square, tv
-from specviz.stats import expected_tokens_per_round
+from specviz.teaching.exactness import chi_square, tv
+from specviz.teaching.stats import expected_tokens_per_round
 
 SHAPES = ("random", "bump")
 CORRECTIONS = ("residual", "p")  # what a rejection draws from: the right rule, and the mistake

@@ -5,7 +5,7 @@ mail it to students or open it from disk on a projector without Python.
 The file holds, per round, the round's characters twice (settled, and as the current round with
 its rejected candidates) and the round's figures as plotly JSON; a few lines of JavaScript put
 the text together for the chosen round and hand the figures to Plotly.react. Everything the user
-or the model wrote is HTML-escaped (specviz.text_view) or set through textContent, and the JSON is
+or the model wrote is HTML-escaped (specviz.teaching.text_view) or set through textContent, and the JSON is
 embedded with <, > and & escaped, so no text can close the script element.
 """
 
@@ -18,7 +18,7 @@ from specviz.charts.distributions import bonus_bars, pq_bars, residual_bars
 from specviz.charts.kv import kv_ledger
 from specviz.core.markup import script_json
 from specviz.core.record import RoundRecord, Trace
-from specviz.text_view import LEGEND, STYLE, prompt_spans, round_spans
+from specviz.teaching.text_view import LEGEND, STYLE, prompt_spans, round_spans
 
 MAX_POSITIONS = 4  # p/q charts per round: the first verified positions (a tree may verify dozens)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, fields, replace
 
 from specviz.core.engine import Settings
 from specviz.core.markup import cut
-from specviz.presets import APP_PRESETS, preset
+from specviz.teaching.presets import APP_PRESETS, preset
 
 DEFAULT_PRESET = APP_PRESETS[0].name
 # The app's sliders are narrower than what the engine accepts; a link must fit the sliders.

@@ -14,7 +14,7 @@ from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.charts.distributions import label
 from specviz.core.engine import Generation, Settings
 from specviz.core.record import PositionRecord, RoundRecord
-from specviz.stats import DEFINITIONS, acceptance_by_position, running_totals
+from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
 
 # A run whose round 0 accepts two drafts and then rejects one, and whose round 1 accepts all
 # four: every part of the algorithm shows up in two rounds (tests/test_teaching_pages.py pins this).

@@ -1,4 +1,4 @@
-"""Lookahead decoding, measured: tau and speedup against the baseline (specviz.bench, interleaved,
+"""Lookahead decoding, measured: tau and speedup against the baseline (specviz.bench.runner, interleaved,
 median of repeats) over every preset at T = 0 and 0.8, the pool's hit rate by the source of the
 accepted n-gram (the prompt, or the Jacobi window), and v(N): the verify phase's cost per round
 with the window riding in it, against a plain one-token pass.
@@ -13,7 +13,7 @@ import time
 import torch
 
 from models.checkpoint import load_checkpoint
-from specviz.bench import run_bench
+from specviz.bench.runner import run_bench
 from specviz.core.engine import Generation, Settings
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specviz.bench import format_table, rows_from_jsonl  # noqa: E402
+from specviz.bench.runner import format_table, rows_from_jsonl  # noqa: E402
 
 HEADING = "## Benchmark results"
 CHAINS = ("bigram", "trigram", "nasd", "prompt-lookup", "neural", "distilled", "layer-skip", "eagle1", "eagle3")
@@ -36,7 +36,7 @@ tree drafter also ran with traversal verification (verify `traversal`), whose ro
 only). The two lossy methods of the atlas ran at T = 0.8 too (verify `nasd-seed`: seed 004's correction
 rule on NASD's drafts; verify `typical`: Medusa's typical acceptance): their output is not the target's
 distribution (the exactness lab shows it), and their rows show what that buys. "MB" is what the drafter
-adds to plain decoding in memory: its tables, heads, indices and caches after one round (`specviz/memory.py`)."""
+adds to plain decoding in memory: its tables, heads, indices and caches after one round (`specviz/bench/memory.py`)."""
 
 WHY = """\
 The machine drifts. This run and another of the same code minutes before it (05:28-05:35, load 1.19)

@@ -305,7 +305,7 @@ def cmd_model_card(args) -> None:
 
 
 def cmd_bench(args) -> None:
-    from specviz import bench
+    from specviz.bench import runner as bench
 
     quick = bench.QUICK if args.quick else bench.FULL
     prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
@@ -348,8 +348,8 @@ def cmd_bench(args) -> None:
 
 
 def cmd_bench_chart(args) -> None:
-    from specviz.bench import rows_from_jsonl
-    from specviz.bench_chart import bench_chart
+    from specviz.bench.chart import bench_chart
+    from specviz.bench.runner import rows_from_jsonl
 
     png = checked(writable_file, args.png)
     try:

@@ -1,4 +1,4 @@
-"""The methods atlas (specviz/teaching/atlas.py, ui/atlas.py) and what a method holds (specviz/memory.py)."""
+"""The methods atlas (specviz/teaching/atlas.py, ui/atlas.py) and what a method holds (specviz/bench/memory.py)."""
 
 from urllib.parse import parse_qsl
 
@@ -7,10 +7,10 @@ import torch
 from conftest import APP
 from streamlit.testing.v1 import AppTest
 
+from specviz.bench.memory import drafter_megabytes, held_bytes
 from specviz.charts.atlas import figures_frame, sources_frame
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS
-from specviz.memory import drafter_megabytes, held_bytes
 from specviz.teaching.atlas import METHODS, atlas_rows, bench_row
 from specviz.teaching.presets import preset
 from specviz.verifiers import VERIFIERS

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from specviz import bench as bench_module
 from specviz.adaptive.policy import AUTO_K_MAX
-from specviz.bench import (
+from specviz.bench import runner as bench_module
+from specviz.bench.chart import bench_chart
+from specviz.bench.runner import (
     LOSSY,
     VERDICT_P,
     BenchRow,
@@ -25,7 +26,6 @@ from specviz.bench import (
     sign_test,
     verdict,
 )
-from specviz.bench_chart import bench_chart
 from specviz.cli import main
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.teaching.presets import PRESETS

@@ -157,7 +157,7 @@ OUTPUT_COMMANDS = [["model-card", "--out", "{}"], ["bench", "--quick", "--out", 
 )  # fmt: skip
 def test_unwritable_outputs_fail_up_front(capsys, monkeypatch, bad_paths, where, command):
     """Before any model is loaded or run started: load_checkpoint and the benchmark must not be reached."""
-    import specviz.bench
+    import specviz.bench.runner
     import specviz.cli
 
     def forbidden(*a, **k):
@@ -165,7 +165,7 @@ def test_unwritable_outputs_fail_up_front(capsys, monkeypatch, bad_paths, where,
 
     monkeypatch.setattr(specviz.cli, "load_checkpoint", forbidden)
     monkeypatch.setattr(specviz.cli, "render_card", forbidden)
-    monkeypatch.setattr(specviz.bench, "run_bench", forbidden)
+    monkeypatch.setattr(specviz.bench.runner, "run_bench", forbidden)
     argv = [a.format(bad_paths[where]) for a in command]
     monkeypatch.chdir(ROOT)
     code, out, err = run(capsys, *argv)

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import specviz.bench
+import specviz.bench.runner
 import specviz.cli
 import specviz.distill
 from models.checkpoint import load_checkpoint
@@ -95,7 +95,7 @@ def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     monkeypatch.setattr(
         specviz.cli, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
     )
-    monkeypatch.setattr(specviz.bench, "run_bench", lambda *a, **k: bench_rows)
+    monkeypatch.setattr(specviz.bench.runner, "run_bench", lambda *a, **k: bench_rows)
     monkeypatch.setattr(specviz.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
     # at most 3 runs of one enumerated token: without --samples the CLI's default is 2,000 runs
     monkeypatch.setattr(specviz.cli, "run_exactness",

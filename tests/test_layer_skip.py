@@ -1,16 +1,16 @@
 """Layer-skip self-speculation: the draft is exactly the target's first n layers, final norm and
 head (float64, 1e-10), it is computed inside the target's own KV cache (the prompt is prefilled
 once, for all layers, and the draft feeds only its k tokens through n layers each round), and
-the verify pass writes the same keys and values the draft did. specviz.layer_sweep measures
+the verify pass writes the same keys and values the draft did. specviz.bench.layer_sweep measures
 acceptance for every n (counts, not timings)."""
 
 import pytest
 import torch
 
+from specviz.bench.layer_sweep import acceptance_by_layers
 from specviz.charts.atlas import layer_sweep_figure
 from specviz.core.engine import Generation, Settings
 from specviz.kernels.cached_model import CachedModel, window_start
-from specviz.layer_sweep import acceptance_by_layers
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 

@@ -8,10 +8,10 @@ from conftest import shown
 from streamlit.testing.v1 import AppTest
 
 from models.checkpoint import load_checkpoint
+from specviz.bench.shootout import modelled_speedup, rules_row, run_shootout
 from specviz.charts import shootout as charts
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
-from specviz.shootout import modelled_speedup, rules_row, run_shootout
 from specviz.teaching.stats import expected_tokens_per_round
 
 APP = Path(__file__).resolve().parents[1] / "app.py"

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import streamlit as st
 
-from specviz.bench import rows_from_jsonl
+from specviz.bench.layer_sweep import acceptance_by_layers
+from specviz.bench.runner import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
 from specviz.core.markup import md
-from specviz.layer_sweep import acceptance_by_layers
 from specviz.teaching.atlas import atlas_rows
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question

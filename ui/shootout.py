@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from specviz.bench import rows_from_jsonl
+from specviz.bench.runner import rows_from_jsonl
+from specviz.bench.shootout import SWEEP_KS, run_shootout
 from specviz.charts import shootout as charts
 from specviz.core.markup import md
-from specviz.shootout import SWEEP_KS, run_shootout
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
 from ui.round_view import chart, table

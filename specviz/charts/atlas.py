@@ -78,7 +78,7 @@ def sources_frame(rows: list[dict]) -> pd.DataFrame:
 
 
 def layer_sweep_figure(rows: list[dict], n_layer: int) -> go.Figure:
-    """``rows``: specviz.layer_sweep.acceptance_by_layers. Acceptance and tokens per pass against n."""
+    """``rows``: specviz.bench.layer_sweep.acceptance_by_layers. Acceptance and tokens per pass against n."""
     x = [f"{r['layers']} of {n_layer}" for r in rows]
     data = [
         bar(x, [r["acceptance"] for r in rows], "acceptance α", marker={"color": BLUE}, yaxis="y",

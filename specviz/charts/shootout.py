@@ -1,13 +1,13 @@
-"""The shoot-out's figures, from specviz.bench rows (the JSON-lines format `python -m specviz
-bench --json` prints), the acceptance-by-position rows of specviz.shootout, and its rows of tau
+"""The shoot-out's figures, from specviz.bench.runner rows (the JSON-lines format `python -m specviz
+bench --json` prints), the acceptance-by-position rows of specviz.bench.shootout, and its rows of tau
 under token-wise and block (chains) or traversal (trees) verification."""
 
 import pandas as pd
 import plotly.graph_objects as go
 
+from specviz.bench.shootout import modelled_speedup
 from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
 from specviz.core.markup import plotly_text
-from specviz.shootout import modelled_speedup
 from specviz.teaching.stats import expected_tokens_per_round
 
 COLUMNS = {"drafter": "drafter", "verification": "verification", "temperature": "T", "k": "K", "tokens_per_forward": "tokens / forward",
@@ -25,7 +25,7 @@ def _layout(title: str, x: str, y: str, sub: str | None = None, **kw) -> dict:
 
 
 def rule_columns(rule: str) -> dict[str, str]:
-    """A rules row's keys (specviz.shootout.rules_row) -> column names, token-wise beside ``rule``."""
+    """A rules row's keys (specviz.bench.shootout.rules_row) -> column names, token-wise beside ``rule``."""
     return {"drafter": "drafter", "tau_lossless": "τ token-wise (measured)", f"tau_{rule}": f"τ {rule} (measured)",
             "tau_same_lossless": "τ token-wise (same drafts)", f"tau_same_{rule}": f"τ {rule} (same drafts)"}  # fmt: skip
 

@@ -9,7 +9,7 @@ as ↵, as everywhere else in the app.
 
 Plotly reads a subset of HTML in titles, tick labels and hover text (<b>, <br>, <a href>,
 entities): ``plotly_text(text)`` escapes it. Matplotlib's equivalent (mathtext between $ signs)
-is in specviz.bench_chart.
+is in specviz.bench.chart.
 
 Every string a user or the model supplied goes through one of these (or a widget that renders
 no markup: st.text, st.code, dataframes, st.html of html.escape'd text) on its way to the screen.

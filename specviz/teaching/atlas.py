@@ -1,6 +1,6 @@
 """The methods atlas: every way the app drafts and verifies, side by side. Each method answers
 "where does the draft come from?" differently; the figures (acceptance, tokens per forward,
-speedup, draft cost, memory) come from one bench run's rows (specviz/bench.py), never from here.
+speedup, draft cost, memory) come from one bench run's rows (specviz/bench/runner.py), never from here.
 
 A method is a drafter with a verification rule. ``METHODS`` holds what a reader needs beside the
 figures: the source of the draft, the paper, and the preset that suits it (the atlas page links

@@ -1,8 +1,8 @@
 """The drafter shoot-out: every drafter (its knobs at their defaults) on one prompt and seed, timed against the baseline in the
-same run (specviz.bench does the timing), over a sweep of K, plus what the timing alone cannot
+same run (specviz.bench.runner does the timing), over a sweep of K, plus what the timing alone cannot
 show: each drafter's acceptance by position and its tokens per round against the model.
 
-    measured    specviz.bench rows, one per (drafter, K): tokens per forward, acceptance,
+    measured    specviz.bench.runner rows, one per (drafter, K): tokens per forward, acceptance,
                 speedup over the baseline (median over interleaved repeats), draft cost c
     model       speedup ~ E[tokens per round] / (K c + v), with E = (1 - a^(K+1)) / (1 - a)
                 from the measured acceptance rate a, c the cost of drafting one token and v
@@ -19,7 +19,7 @@ show: each drafter's acceptance by position and its tokens per round against the
 from dataclasses import dataclass, field
 
 from models.checkpoint import Checkpoint
-from specviz.bench import bench_settings, expected_totals, run_bench
+from specviz.bench.runner import bench_settings, expected_totals, run_bench
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.teaching.presets import Preset
@@ -30,7 +30,7 @@ SWEEP_KS = (1, 2, 4, 8)
 
 @dataclass
 class Shootout:
-    rows: list[dict]  # bench rows (specviz.bench.BenchRow fields), one per (drafter, K)
+    rows: list[dict]  # bench rows (specviz.bench.runner.BenchRow fields), one per (drafter, K)
     by_position: dict[str, list[dict]]  # drafter -> acceptance by draft position, at the chosen K
     k: int  # the chosen K (the sidebar's)
     rules: list[dict]  # per chain drafter at K: tau token-wise and block, measured and on the same drafts

@@ -65,10 +65,10 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
 from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.bench.memory import drafter_megabytes
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.kernels import native
-from specviz.memory import drafter_megabytes
 from specviz.teaching.atlas import METHODS
 from specviz.teaching.presets import PRESETS, Preset
 
@@ -115,7 +115,7 @@ class BenchRow:
     threads: int  # torch.get_num_threads() during the run
     load_average: float | None  # the machine's 5-minute load average when the run ended (os.getloadavg)
     version: str  # "specviz (torch 2.13.0+cpu; few-rows kernels (...))" or "transformers 5.23.0 (torch ...)"
-    memory_mb: float | None  # what the drafter adds to plain decoding after one round (specviz.memory); None: theirs
+    memory_mb: float | None  # what the drafter adds to plain decoding after one round (specviz.bench.memory); None: theirs
     # Main-suite baseline rows: its second run in each repeat over its first (median), the A/A "speedup"
     # that noise alone gives (module docstring); None on every other row.
     aa_speedup: float | None = None

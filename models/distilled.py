@@ -1,5 +1,5 @@
 """The distilled table: what the target does after every short context of the training split
-(built by ``python -m specviz distill``, see specviz/distill.py), loaded for the distilled drafters.
+(built by ``python -m specviz distill``, see specviz/training/distill.py), loaded for the distilled drafters.
 
 A context of L characters c_1..c_L (c_L the last) is one integer, sum_i (c_{L-i} + 1) * (V+1)^i:
 digits are never 0, so contexts of different lengths never share a key, and the empty context is 0.

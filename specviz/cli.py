@@ -28,7 +28,6 @@ from models.distilled import DistilledError
 from models.eagle import EagleError
 from models.medusa import MedusaError
 from models.tokenizer import UnknownCharactersError
-from specviz import distill, train_eagle, train_medusa
 from specviz.adaptive.costs import REFERENCE, CostCurve, measure
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.core.engine import Generation, Settings
@@ -36,9 +35,10 @@ from specviz.core.markup import cut
 from specviz.core.outputs import writable_file, writable_folder
 from specviz.drafters import DRAFTERS, EAGLE_DRAFTERS, NEURAL_DRAFTERS, eagle_head_name
 from specviz.drafters.eagle import shared_head
-from specviz.model_card import render_card
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 from specviz.teaching.presets import PRESETS, preset
+from specviz.training import distill, train_eagle, train_medusa
+from specviz.training.model_card import render_card
 from specviz.verifiers import SAMPLINGS, VARIANTS
 
 MAX_ERROR = 300  # characters of an error line; a value that would make it longer is cut
@@ -372,7 +372,7 @@ def cmd_bench_chart(args) -> None:
 
 
 def cmd_export_hf(args) -> None:
-    from specviz.export_hf import export_hf
+    from specviz.training.export_hf import export_hf
 
     out = checked(writable_folder, args.dir)
     target = load_checkpoint(args.model)
@@ -419,7 +419,7 @@ def cmd_train_eagle(args) -> None:
 
 
 def cmd_eagle_depth(args) -> None:
-    from specviz.eagle_depth import depth_acceptance, validation_prompts
+    from specviz.training.eagle_depth import depth_acceptance, validation_prompts
 
     if not 1 <= args.prompts <= 100 or not 1 <= args.max_new_tokens <= 1024 or not 1 <= args.k <= 8:
         raise CLIError("--prompts must be 1..100, --max-new-tokens 1..1024 and --k 1..8")

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from models.checkpoint import CHECKPOINT_NAMES, CheckpointError, checkpoint_path, load_checkpoint, ngram_counts
-from specviz.train import evaluate, split
+from specviz.training.train import evaluate, split
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tinyshakespeare.txt"
 needs_corpus = pytest.mark.skipif(not CORPUS.is_file(), reason=f"corpus not found at {CORPUS} (../shared/data)")
@@ -26,7 +26,7 @@ def test_checkpoint_contents(name):
     assert (ckpt.trigram_counts.sum(-1) <= ckpt.bigram_counts).all()
     for key in ("iterations", "train_loss", "val_loss", "seed", "corpus_sha256", "command"):
         assert key in ckpt.meta, key
-    assert ckpt.meta["command"].startswith("python -m specviz.train ")
+    assert ckpt.meta["command"].startswith("python -m specviz.training.train ")
     assert not ckpt.model.training
 
 

@@ -11,10 +11,10 @@ import torch
 
 from models.checkpoint import checkpoint_path
 from models.distilled import DEFAULT_PATH, DistilledError, DistilledTable, context_key, load_table
-from specviz import distill
 from specviz.core.engine import IDLE, STOPPED_AT_ONCE, Generation, Settings
 from specviz.core.sampling import Stream, draw, scale_probs
 from specviz.drafters.distilled import TREE_CHILDREN, DistilledDrafter, DistilledTreeDrafter
+from specviz.training import distill
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 SLICE = 3000  # training characters: a few seconds of target passes

@@ -1,4 +1,4 @@
-"""EAGLE heads (models/eagle.py), their training (specviz/train_eagle.py) and drafters
+"""EAGLE heads (models/eagle.py), their training (specviz/training/train_eagle.py) and drafters
 (specviz/drafters/eagle.py, eagle_tree.py). The engine's greedy-equality and KV-cache tests cover the
 drafters through DRAFTERS; the exactness table covers eagle3 and eagle3-tree on the real target."""
 
@@ -15,7 +15,7 @@ from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
-from specviz.train import HeadResume
+from specviz.training.train import HeadResume
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
 
@@ -163,7 +163,7 @@ def test_charts_from_a_real_round_and_a_measurement(target, tiny):
 
     from specviz.charts import eagle as charts
     from specviz.core.engine import Generation, Settings
-    from specviz.eagle_depth import depth_acceptance
+    from specviz.training.eagle_depth import depth_acceptance
 
     prompt = target.tokenizer.encode(TEXT)
     gen = Generation(target, prompt, Settings(drafter="eagle3", k=3, temperature=0.8, max_new_tokens=8))

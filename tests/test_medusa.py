@@ -16,9 +16,9 @@ import torch
 from models.artifacts import check_artifact, sha256
 from models.medusa import DEFAULT_PATH, MedusaError, MedusaHeads, cached_heads, load_heads, save_heads
 from specviz.core.engine import Generation, Settings
-from specviz.distill import DEFAULT_CORPUS
 from specviz.kernels.cached_model import window_start
-from specviz.train import split
+from specviz.training.distill import DEFAULT_CORPUS
+from specviz.training.train import split
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nJULIET:\nAy me!"
 
@@ -172,7 +172,7 @@ def test_train_medusa_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
     ends with exactly the heads of an uninterrupted run (every step's batch depends on (seed, step))."""
     import argparse
 
-    from specviz import train_medusa as tm
+    from specviz.training import train_medusa as tm
 
     monkeypatch.setattr(tm, "head_accuracy", lambda *a: {"target_top1": 0.0, "head_top1": [], "val_chars": 0})
     parser = argparse.ArgumentParser()

@@ -5,7 +5,7 @@ import math
 import torch
 
 from models.checkpoint import load_checkpoint
-from specviz.train import main, resume_path
+from specviz.training.train import main, resume_path
 
 TEXT = (
     "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n\n"

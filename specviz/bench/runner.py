@@ -443,7 +443,7 @@ def _load_hf(target: Checkpoint):
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     import transformers
 
-    from specviz.export_hf import hf_model
+    from specviz.training.export_hf import hf_model
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()

@@ -36,7 +36,7 @@ def features_heatmap(r: RoundRecord, vocab: str) -> go.Figure:
 
 
 def depth_figure(measured: dict, temperature: float) -> go.Figure:
-    """Bars per series of specviz.eagle_depth.depth_acceptance: accepted / tried at each depth."""
+    """Bars per series of specviz.training.eagle_depth.depth_acceptance: accepted / tried at each depth."""
     data = []
     for name, m in measured.items():
         colour, hatch = STYLE.get(name, (PURPLE, "-"))

@@ -37,9 +37,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from specviz.distill import DEFAULT_CORPUS
 from specviz.drafters.base import Draft, Drafter, grow_tree
-from specviz.train import split
+from specviz.training.distill import DEFAULT_CORPUS
+from specviz.training.train import split
 
 CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "suffix"  # git-ignored
 
@@ -177,7 +177,7 @@ def longest_match(index, context: list[int], max_len: int) -> list[int]:
 
 
 def corpus_ids(path: Path, chars: str) -> np.ndarray:
-    """The training split (nanoGPT's first 90%, as specviz.train.split) as token ids."""
+    """The training split (nanoGPT's first 90%, as specviz.training.train.split) as token ids."""
     stoi = {c: i for i, c in enumerate(chars)}
     text = path.read_text(encoding="utf-8")
     return split(np.fromiter((stoi[c] for c in text), dtype=np.int64, count=len(text)))[0]

@@ -12,7 +12,7 @@ from models.eagle import HEAD_NAMES, MODELS_DIR, load_head
 from models.medusa import DEFAULT_PATH as MEDUSA_PATH
 from models.medusa import cached_heads
 from specviz.core.engine import Generation, Settings
-from specviz.distill import build_path
+from specviz.training.distill import build_path
 
 ROLES = {
     "target": "The model being decoded: every page of the app runs speculative decoding against it.",
@@ -41,7 +41,7 @@ def distilled_section() -> list[str]:
         f"context of up to {cfg['max_context']} characters of the training split (its most frequent argmax, how "
         "often the argmax was that one, and "
         f"the top {cfg['top_k']} characters of its average next-character distribution), for the contexts seen at "
-        f"least {cfg['min_count']} times. See `specviz/distill.py`.",
+        f"least {cfg['min_count']} times. See `specviz/training/distill.py`.",
         "",
         "| | |",
         "|---|---|",
@@ -68,7 +68,7 @@ def medusa_section() -> list[str]:
         f"The {c.n_heads} Medusa heads of the `medusa` drafter (Cai et al., 2024): each a residual block "
         "(u + SiLU(W u + b), W = 0 at init) and a linear layer to the vocabulary (initialised from the target's "
         f"lm_head), on u = ln_f(h) of the frozen target's top-layer feature h (layer {c.feature_layer}). Head i "
-        "predicts the character i + 1 steps after h's position. See `models/medusa.py` and `specviz/train_medusa.py`.",
+        "predicts the character i + 1 steps after h's position. See `models/medusa.py` and `specviz/training/train_medusa.py`.",
         "",
         "| | |",
         "|---|---|",
@@ -95,7 +95,7 @@ def eagle_section() -> list[str]:
            "`eagle3-tree`; `--eagle-no-ttt` picks the head trained without training-time test). Each is paired with "
            "`models/target.safetensors` by sha256 and refused with any other target. Validation: greedy drafts of 4 "
            "from the end of evenly spaced 128-character windows of the val split against the target's own greedy "
-           "continuation (`specviz.train_eagle.depth_accuracy`): the share of windows whose first d draft characters "
+           "continuation (`specviz.training.train_eagle.depth_accuracy`): the share of windows whose first d draft characters "
            "all match, and in brackets that over depth d - 1's.", "",
            "| head | training | time | val acceptance by depth 1..4 (conditional) | file |", "|---|---|---|---|---|"]  # fmt: skip
     commands = []
@@ -178,7 +178,7 @@ def render_card() -> str:
     out += medusa_section()
     out += [
         "Losses are the mean next-character cross-entropy over non-overlapping 256-character windows of each "
-        "split (`specviz.train.evaluate`); the test suite recomputes the val loss from the corpus.",
+        "split (`specviz.training.train.evaluate`); the test suite recomputes the val loss from the corpus.",
         "",
     ]
     out += eagle_section()

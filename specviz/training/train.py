@@ -1,4 +1,4 @@
-"""Train a character-level GPT on any text file: ``python -m specviz.train --data FILE --out CKPT``.
+"""Train a character-level GPT on any text file: ``python -m specviz.training.train --data FILE --out CKPT``.
 
 nanoGPT's recipe: random block_size windows, AdamW, linear warmup then cosine decay, train/val
 split 90/10 (val = the last 10%). The checkpoint and a resume state are written atomically at
@@ -72,7 +72,7 @@ def learning_rate(it: int, args) -> float:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m specviz.train", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m specviz.training.train", description=__doc__.split("\n")[0])
     p.add_argument("--data", required=True, help="training text file (e.g. ../shared/data/tinyshakespeare.txt)")
     p.add_argument("--out", required=True, help="checkpoint to write (.safetensors)")
     p.add_argument("--n-layer", type=int, default=4)
@@ -243,7 +243,7 @@ def main(argv=None):
     args = parse_args(argv)
     if not Path(args.data).is_file():
         raise SystemExit(f"error: training text not found: {args.data}")
-    command = "python -m specviz.train " + shlex.join([a for a in argv if a != "--resume"])
+    command = "python -m specviz.training.train " + shlex.join([a for a in argv if a != "--resume"])
     train(args, command)
 
 

@@ -36,7 +36,7 @@ from models.artifacts import record_artifact, sha256
 from models.checkpoint import atomic_write, checkpoint_path, load_checkpoint
 from models.distilled import DEFAULT_PATH, FORMAT, MAX_CONTEXT
 from specviz.core.outputs import writable_file, writable_folder
-from specviz.train import split
+from specviz.training.train import split
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from specviz.core.engine import Generation, Settings
 from specviz.teaching.stats import acceptance_by_position
-from specviz.train import split
+from specviz.training.train import split
 
 SERIES = {"eagle1": {"drafter": "eagle1"}, "eagle3": {"drafter": "eagle3"},
           "eagle3 no TTT": {"drafter": "eagle3", "eagle_ttt": False}, "neural": {"drafter": "neural"}}  # fmt: skip

@@ -8,7 +8,7 @@ is scored by cross-entropy against the corpus token i + 1 steps after each posit
     loss = sum_i 0.8^(i-1) * CE(head_i(h_t), x_{t+1+i})      t = 0 .. T-2-i
 
 (Medusa-1's decay: farther heads are harder and noisier, so they weigh less.) AdamW with warmup
-and cosine decay (specviz.train.learning_rate). Every step reseeds from (seed, step), and the
+and cosine decay (specviz.training.train.learning_rate). Every step reseeds from (seed, step), and the
 heads, the optimizer and the clock are saved to the resume folder every ``--eval-interval``
 steps and on Ctrl-C, so an interrupted run continues where it stopped and takes the same batches.
 At the end, each head's top-1 accuracy on the validation split (the last 10%) goes into the
@@ -31,8 +31,8 @@ from models.artifacts import record_artifact, sha256
 from models.checkpoint import checkpoint_header, checkpoint_path, load_checkpoint
 from models.medusa import DEFAULT_PATH, MedusaHeads, save_heads
 from specviz.core.outputs import writable_file, writable_folder
-from specviz.distill import DEFAULT_CORPUS
-from specviz.train import HeadResume, get_batch, learning_rate, split
+from specviz.training.distill import DEFAULT_CORPUS
+from specviz.training.train import HeadResume, get_batch, learning_rate, split
 
 DECAY = 0.8  # Medusa-1's per-head loss weight: head i weighs DECAY^(i-1)
 

@@ -4,7 +4,7 @@ The target never trains: each batch's features are computed under no_grad, on th
 of --block + 1 characters from the first 90% of the corpus, the target's training split), and the
 head learns what models/eagle.py describes: EAGLE-1 (feature regression + 0.1 CE, step 0 only),
 EAGLE-3 with training-time test (--ttt-steps unrolled steps, summed CE), or EAGLE-3 without it
-(--no-ttt: step 0 only). AdamW, warmup then cosine decay, as specviz/train.py; every step reseeds
+(--no-ttt: step 0 only). AdamW, warmup then cosine decay, as specviz/training/train.py; every step reseeds
 from (seed, step), so a run resumed from --resume-dir takes the same batches as an uninterrupted one.
 
 Validation (the last 10%): ``depth_accuracy`` drafts greedily from the end of evenly spaced
@@ -28,8 +28,8 @@ from tqdm import tqdm
 from models.checkpoint import load_checkpoint
 from models.eagle import EagleConfig, EagleHead, save_head
 from specviz.core.outputs import writable_file, writable_folder
-from specviz.distill import DEFAULT_CORPUS
-from specviz.train import HeadResume, split
+from specviz.training.distill import DEFAULT_CORPUS
+from specviz.training.train import HeadResume, split
 
 DEPTHS = 4
 LAYERS = {1: (3,), 3: (0, 1, 3)}  # see models/eagle.py for why (0, 1, 3)

@@ -11,11 +11,11 @@ import torch
 
 from specviz.charts import lookahead as charts
 from specviz.charts.kv import kv_ledger as from_kv
+from specviz.charts.palette import GREY
 from specviz.core.engine import Generation, Settings, verify_pass
 from specviz.drafters.base import chain
 from specviz.drafters.lookahead import LookaheadDrafter, NGramPool, ngram_tree, window_extra
 from specviz.kernels.cached_model import CachedModel
-from specviz.palette import GREY
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from specviz import palette
+from specviz.charts import palette
 
 ROOT = Path(__file__).resolve().parents[1]
 HEX = re.compile(r"#[0-9a-fA-F]{6}\b")
@@ -30,7 +30,7 @@ def test_every_colour_is_from_the_palette():
             found.setdefault(c.upper(), p.name)
     assert len(found) >= 10  # the scan does see the charts' colours
     stray = {c: where for c, where in found.items() if c not in allowed}
-    assert not stray, f"colours outside specviz/palette.py: {stray}"
+    assert not stray, f"colours outside specviz/charts/palette.py: {stray}"
 
 
 def luminance(hex_colour: str) -> float:

@@ -10,8 +10,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
+from specviz.charts.palette import BLUE, SKY
 from specviz.core.markup import plotly_text
-from specviz.palette import BLUE, SKY
 
 
 def speedup_figure(rows: list[dict]) -> go.Figure:

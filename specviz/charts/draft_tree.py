@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
 from specviz.charts.figure import figure
+from specviz.charts.palette import INK, text_on
 from specviz.charts.tree import ACCEPTED, REJECTED, ROOT, UNCHECKED, node_status
 from specviz.core.markup import plotly_text
 from specviz.core.record import RoundRecord
-from specviz.palette import INK, text_on
 
 COLOUR = {"root": ROOT, "accepted": ACCEPTED, "rejected": REJECTED, "unchecked": UNCHECKED}
 

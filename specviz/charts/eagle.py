@@ -4,8 +4,8 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
 from specviz.charts.figure import bar, figure
+from specviz.charts.palette import BLUE, GREY, ORANGE, PURPLE, SKY
 from specviz.core.record import RoundRecord
-from specviz.palette import BLUE, GREY, ORANGE, PURPLE, SKY
 
 # One colour and one hatch per series: colour is never the only cue.
 STYLE = {"eagle1": (SKY, ""), "eagle3": (BLUE, "/"), "eagle3 no TTT": (ORANGE, "x"), "neural": (GREY, ".")}

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, label_text
 from specviz.charts.figure import figure
+from specviz.charts.palette import ACCEPTED, GREY, INK, MUTED, REJECTED, P, Q
 from specviz.core.record import RoundRecord
-from specviz.palette import ACCEPTED, GREY, INK, MUTED, REJECTED, P, Q
 
 
 def is_lookahead(r: RoundRecord) -> bool:

@@ -5,8 +5,8 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
 from specviz.charts.figure import bar, figure
+from specviz.charts.palette import BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, YELLOW
 from specviz.core.markup import plotly_text
-from specviz.palette import BLUE, GREEN, ORANGE, PURPLE, SKY, VERMILLION, YELLOW
 
 RANK_COLOURS = [BLUE, ORANGE, GREEN, SKY, VERMILLION, PURPLE, YELLOW, BLUE]  # candidate rank 1, 2, ...
 

@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
 from specviz.charts.figure import bar, figure
+from specviz.charts.palette import ACCEPTED, INK, REJECTED
 from specviz.core.record import PositionRecord
-from specviz.palette import ACCEPTED, INK, REJECTED
 
 
 def accept_test(pos: PositionRecord, vocab: str) -> go.Figure:

@@ -9,9 +9,9 @@ import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
 from specviz.charts.figure import draws, probability_figure
+from specviz.charts.palette import ACCEPTED, GREY, REJECTED, P
 from specviz.core.markup import plotly_text
 from specviz.core.record import RoundRecord
-from specviz.palette import ACCEPTED, GREY, REJECTED, P
 
 RULES = ("traversal", "traversal-token-residual")  # the verifiers whose notes these charts read
 COLUMNS = ["try", "node", "path", "depth", "sequence ratio", "α", "u", "result", "next"]

@@ -12,9 +12,9 @@ import heapq
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, label_text
+from specviz.charts.palette import INK, text_on
 from specviz.core.record import RoundRecord
 from specviz.drafters.base import tree_mask
-from specviz.palette import INK, text_on
 
 OTHER, ROOT, PREFIX, DRAFT, ACCEPTED, REJECTED, UNCHECKED = (
     "#CBD5E1", "#374151", "#E69F00", "#0072B2", "#009E73", "#D55E00", "#999999",

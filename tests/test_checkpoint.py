@@ -26,7 +26,7 @@ def test_checkpoint_contents(name):
     assert (ckpt.trigram_counts.sum(-1) <= ckpt.bigram_counts).all()
     for key in ("iterations", "train_loss", "val_loss", "seed", "corpus_sha256", "command"):
         assert key in ckpt.meta, key
-    assert ckpt.meta["command"].startswith("python -m specviz.training.train ")
+    assert ckpt.meta["command"].startswith("python -m specviz.train ")  # as recorded when trained
     assert not ckpt.model.training
 
 

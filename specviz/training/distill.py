@@ -38,7 +38,7 @@ from models.distilled import DEFAULT_PATH, FORMAT, MAX_CONTEXT
 from specviz.core.outputs import writable_file, writable_folder
 from specviz.training.train import split
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "tinyshakespeare.txt"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[3] / "shared" / "data" / "tinyshakespeare.txt"
 
 
 @dataclass

@@ -26,7 +26,7 @@ from specviz.bench.runner import (
     sign_test,
     verdict,
 )
-from specviz.cli import main
+from specviz.cli.main import main
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.teaching.presets import PRESETS
 from specviz.verifiers import VERIFIERS

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from specviz.adaptive.costs import cpu_name
-from specviz.cli import main
+from specviz.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -158,13 +158,13 @@ OUTPUT_COMMANDS = [["model-card", "--out", "{}"], ["bench", "--quick", "--out", 
 def test_unwritable_outputs_fail_up_front(capsys, monkeypatch, bad_paths, where, command):
     """Before any model is loaded or run started: load_checkpoint and the benchmark must not be reached."""
     import specviz.bench.runner
-    import specviz.cli
+    import specviz.cli.main
 
     def forbidden(*a, **k):
         raise AssertionError("work started before the output path was checked")
 
-    monkeypatch.setattr(specviz.cli, "load_checkpoint", forbidden)
-    monkeypatch.setattr(specviz.cli, "render_card", forbidden)
+    monkeypatch.setattr(specviz.cli.main, "load_checkpoint", forbidden)
+    monkeypatch.setattr(specviz.cli.main, "render_card", forbidden)
     monkeypatch.setattr(specviz.bench.runner, "run_bench", forbidden)
     argv = [a.format(bad_paths[where]) for a in command]
     monkeypatch.chdir(ROOT)

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import specviz.bench.runner
-import specviz.cli
+import specviz.cli.main
 import specviz.training.distill
 from models.checkpoint import load_checkpoint
 from specviz.adaptive.costs import measure
-from specviz.cli import main
+from specviz.cli.main import main
 from specviz.teaching.exactness import run_exactness
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,16 +89,16 @@ def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     bench_rows = [json.loads(line) for line in (ROOT / "docs" / "bench.jsonl").read_text().splitlines()]
     monkeypatch.chdir(workdir)  # relative output paths land here, never in the repository
     monkeypatch.setattr(
-        specviz.cli, "load_checkpoint", lambda n: CHECKPOINTS.get(n) or CHECKPOINTS.setdefault(n, load_checkpoint(n))
+        specviz.cli.main, "load_checkpoint", lambda n: CHECKPOINTS.get(n) or CHECKPOINTS.setdefault(n, load_checkpoint(n))
     )
-    monkeypatch.setattr(specviz.cli, "render_card", lambda: "# card\n")
+    monkeypatch.setattr(specviz.cli.main, "render_card", lambda: "# card\n")
     monkeypatch.setattr(
-        specviz.cli, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
+        specviz.cli.main, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
     )
     monkeypatch.setattr(specviz.bench.runner, "run_bench", lambda *a, **k: bench_rows)
     monkeypatch.setattr(specviz.training.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
     # at most 3 runs of one enumerated token: without --samples the CLI's default is 2,000 runs
-    monkeypatch.setattr(specviz.cli, "run_exactness",
+    monkeypatch.setattr(specviz.cli.main, "run_exactness",
                         lambda t, p, s, n, *a, **k: run_exactness(t, p, s, min(n, 3), *a, **{**k, "n_tokens": 1}))  # fmt: skip
     code = main(args)  # an exception escaping main fails the test: that is a traceback
     out, err = capsys.readouterr()

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
-from specviz import cli
+from specviz.cli import main as cli
 from specviz.core.sampling import probs_from_logits, scale_probs
 from specviz.drafters.base import tree_mask
 from specviz.drafters.eagle import EagleDrafter, HeadCache

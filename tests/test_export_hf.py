@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from specviz.cli import main
+from specviz.cli.main import main
 from specviz.core.engine import Generation, Settings
 from specviz.teaching.presets import preset
 

@@ -158,7 +158,7 @@ def test_step_page_shows_each_heads_top_k_and_the_tree():
                                             (["--batch-size", "0"], "--batch-size must be between"),
                                             (["--lr", "nan"], "--lr must be in")])  # fmt: skip
 def test_train_medusa_refuses_bad_flags_before_any_work(tmp_path, capsys, flags, message):
-    from specviz.cli import main
+    from specviz.cli.main import main
 
     assert main(["train-medusa", "--out", str(tmp_path / "m.safetensors"), "--resume-dir", str(tmp_path), *flags]) == 2
     err = capsys.readouterr().err

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from specviz.cli import main
+from specviz.cli.main import main
 from specviz.core.engine import Generation, Settings
 from specviz.teaching.replay import replay_html
 

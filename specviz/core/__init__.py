@@ -1,1 +1,1 @@
-"""core"""
+"""The engine and its plain data: settings, the round loop, records, sampling, text helpers."""

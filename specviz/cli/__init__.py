@@ -1,0 +1,1 @@
+"""The command line: ``python -m specviz``. Its run flags come from the settings' declarations."""

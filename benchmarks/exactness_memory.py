@@ -29,7 +29,7 @@ def peak_mb() -> float:
 
 def main() -> None:
     from models.checkpoint import load_checkpoint
-    from specviz.core.engine import Settings
+    from specviz.core.settings import Settings
     from specviz.teaching.exactness import MAX_SAMPLES, run_exactness, verdict
     from specviz.teaching.presets import preset
     from specviz.teaching.query import APP_LIMITS

@@ -14,7 +14,8 @@ import torch
 
 from models.checkpoint import load_checkpoint
 from specviz.bench.runner import run_bench
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
 

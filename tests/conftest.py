@@ -72,7 +72,8 @@ GREEDY_TOKENS = 150
 def greedy(target64):
     """The baseline's greedy run after GREEDY_TEXT (float64), past block_size: run once per test
     process, compared with every drafter."""
-    from specviz.core.engine import Generation, Settings
+    from specviz.core.engine import Generation
+    from specviz.core.settings import Settings
 
     prompt = target64.tokenizer.encode(GREEDY_TEXT)
     return Generation(target64, prompt, Settings(drafter="none", temperature=0, max_new_tokens=GREEDY_TOKENS)).run()

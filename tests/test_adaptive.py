@@ -23,11 +23,14 @@ from specviz.adaptive.policy import (
     round_cost,
     round_costs,
 )
-from specviz.core.engine import IDLE_FOR_GOOD, Generation, Settings
-from specviz.drafters import DRAFTERS
+from specviz.core.engine import IDLE_FOR_GOOD, Generation
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_names
 from specviz.drafters.base import Draft
 from specviz.teaching.exactness import chi_square
 from specviz.verifiers import TokenWise, expected_acceptance
+
+DRAFTERS = drafter_names()
 
 verify = TokenWise().verify
 

@@ -9,11 +9,14 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.bench.memory import drafter_megabytes, held_bytes
 from specviz.charts.atlas import figures_frame, sources_frame
-from specviz.core.engine import Generation, Settings
-from specviz.drafters import DRAFTERS
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_names
 from specviz.teaching.atlas import METHODS, atlas_rows, bench_row
 from specviz.teaching.presets import preset
 from specviz.verifiers import VERIFIERS
+
+DRAFTERS = drafter_names()
 
 
 def test_every_drafter_and_rule_has_its_entry():

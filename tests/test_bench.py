@@ -27,9 +27,12 @@ from specviz.bench.runner import (
     verdict,
 )
 from specviz.cli.main import main
-from specviz.drafters import DRAFTERS, TREE_DRAFTERS
+from specviz.drafters import drafter_names
 from specviz.teaching.presets import PRESETS
 from specviz.verifiers import VERIFIERS
+
+DRAFTERS = drafter_names()
+TREE_DRAFTERS = drafter_names(tree=True)
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick

@@ -8,7 +8,8 @@ from conftest import assert_plain_greedy
 
 from models.checkpoint import load_checkpoint
 from models.gpt import PositionError
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.drafters.base import tree_mask
 from specviz.kernels import native
 from specviz.kernels.attention import attn_bias, causal_bias

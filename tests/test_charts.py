@@ -5,7 +5,8 @@ import pytest
 
 from models.checkpoint import load_checkpoint
 from specviz import charts
-from specviz.core.engine import Session, Settings
+from specviz.core.session import Session
+from specviz.core.settings import Settings
 from specviz.teaching.stats import acceptance_by_position, expected_tokens_per_round, running_totals
 
 

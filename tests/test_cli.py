@@ -158,13 +158,18 @@ OUTPUT_COMMANDS = [["model-card", "--out", "{}"], ["bench", "--quick", "--out", 
 def test_unwritable_outputs_fail_up_front(capsys, monkeypatch, bad_paths, where, command):
     """Before any model is loaded or run started: load_checkpoint and the benchmark must not be reached."""
     import specviz.bench.runner
-    import specviz.cli.main
+    import specviz.cli.flags
+    import specviz.cli.measure
+    import specviz.cli.run
+    import specviz.cli.training
 
     def forbidden(*a, **k):
         raise AssertionError("work started before the output path was checked")
 
-    monkeypatch.setattr(specviz.cli.main, "load_checkpoint", forbidden)
-    monkeypatch.setattr(specviz.cli.main, "render_card", forbidden)
+    for module in (specviz.cli.flags, specviz.cli.run, specviz.cli.measure, specviz.cli.training):
+        if hasattr(module, "load_checkpoint"):
+            monkeypatch.setattr(module, "load_checkpoint", forbidden)
+    monkeypatch.setattr(specviz.cli.training, "render_card", forbidden)
     monkeypatch.setattr(specviz.bench.runner, "run_bench", forbidden)
     argv = [a.format(bad_paths[where]) for a in command]
     monkeypatch.chdir(ROOT)

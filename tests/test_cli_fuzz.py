@@ -12,12 +12,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import specviz.bench.runner
+import specviz.cli.flags
 import specviz.cli.main
+import specviz.cli.measure
+import specviz.cli.run
+import specviz.cli.training
 import specviz.training.distill
 from models.checkpoint import load_checkpoint
 from specviz.adaptive.costs import measure
 from specviz.cli.main import main
 from specviz.teaching.exactness import run_exactness
+
+COMMAND_MODULES = (specviz.cli.flags, specviz.cli.run, specviz.cli.measure, specviz.cli.training)
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {"run": 0, "exit 0": 0, "exit 2": 0}
@@ -88,17 +94,18 @@ def workdir(tmp_path_factory):
 def test_cli_fuzz(workdir, monkeypatch, capsys, args):
     bench_rows = [json.loads(line) for line in (ROOT / "docs" / "bench.jsonl").read_text().splitlines()]
     monkeypatch.chdir(workdir)  # relative output paths land here, never in the repository
+    for module in COMMAND_MODULES:  # each looks load_checkpoint up in its own namespace
+        if hasattr(module, "load_checkpoint"):
+            monkeypatch.setattr(module, "load_checkpoint",
+                                lambda n: CHECKPOINTS.get(n) or CHECKPOINTS.setdefault(n, load_checkpoint(n)))  # fmt: skip
+    monkeypatch.setattr(specviz.cli.training, "render_card", lambda: "# card\n")
     monkeypatch.setattr(
-        specviz.cli.main, "load_checkpoint", lambda n: CHECKPOINTS.get(n) or CHECKPOINTS.setdefault(n, load_checkpoint(n))
-    )
-    monkeypatch.setattr(specviz.cli.main, "render_card", lambda: "# card\n")
-    monkeypatch.setattr(
-        specviz.cli.main, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
+        specviz.cli.flags, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
     )
     monkeypatch.setattr(specviz.bench.runner, "run_bench", lambda *a, **k: bench_rows)
     monkeypatch.setattr(specviz.training.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
     # at most 3 runs of one enumerated token: without --samples the CLI's default is 2,000 runs
-    monkeypatch.setattr(specviz.cli.main, "run_exactness",
+    monkeypatch.setattr(specviz.cli.run, "run_exactness",
                         lambda t, p, s, n, *a, **k: run_exactness(t, p, s, min(n, 3), *a, **{**k, "n_tokens": 1}))  # fmt: skip
     code = main(args)  # an exception escaping main fails the test: that is a traceback
     out, err = capsys.readouterr()

@@ -6,7 +6,8 @@ import math
 import pytest
 
 from specviz.adaptive.costs import N_MAX, REFERENCE, TREE_MASK, CostCurve, cpu_name, describe_cpu, interpolate, measure
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 
 
 def is_curve(values) -> bool:

@@ -11,8 +11,9 @@ import torch
 
 from models.checkpoint import checkpoint_path
 from models.distilled import DEFAULT_PATH, DistilledError, DistilledTable, context_key, load_table
-from specviz.core.engine import IDLE, STOPPED_AT_ONCE, Generation, Settings
+from specviz.core.engine import IDLE, STOPPED_AT_ONCE, Generation
 from specviz.core.sampling import Stream, draw, scale_probs
+from specviz.core.settings import Settings
 from specviz.drafters.distilled import TREE_CHILDREN, DistilledDrafter, DistilledTreeDrafter
 from specviz.training import distill
 

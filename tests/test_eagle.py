@@ -162,7 +162,8 @@ def test_charts_from_a_real_round_and_a_measurement(target, tiny):
     import plotly.graph_objects as go
 
     from specviz.charts import eagle as charts
-    from specviz.core.engine import Generation, Settings
+    from specviz.core.engine import Generation
+    from specviz.core.settings import Settings
     from specviz.training.eagle_depth import depth_acceptance
 
     prompt = target.tokenizer.encode(TEXT)

@@ -5,11 +5,16 @@ import pytest
 import torch
 from conftest import GREEDY_TEXT, GREEDY_TOKENS, assert_plain_greedy
 
-from specviz.core.engine import Generation, Session, Settings, verify_pass
-from specviz.drafters import DRAFTERS, TREE_DRAFTERS
+from specviz.core.engine import Generation, verify_pass
+from specviz.core.session import Session
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_names
 from specviz.drafters.base import Draft
 from specviz.kernels import native
 from specviz.kernels.cached_model import CachedModel, room, window_start
+
+DRAFTERS = drafter_names()
+TREE_DRAFTERS = drafter_names(tree=True)
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 

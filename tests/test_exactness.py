@@ -12,9 +12,9 @@ import torch
 
 from models.gpt import KVCache
 from specviz.charts.exactness import position_chart
-from specviz.core.engine import Settings
 from specviz.core.sampling import probs_from_logits
-from specviz.drafters import NEURAL_DRAFTERS
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_class, drafter_names
 from specviz.teaching.exactness import (
     MAX_SAMPLES,
     chi_square,
@@ -25,6 +25,8 @@ from specviz.teaching.exactness import (
     uniform_test,
     verdict,
 )
+
+NEURAL_DRAFTERS = tuple(d for d in drafter_names() if "draft_model" in drafter_class(d).needs)
 
 PROMPT = "the cat sat on the mat.\nthe cat sat on the"  # repeats: every n-gram drafter has drafts
 ALPHA = 0.001

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from specviz.cli.main import main
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.teaching.presets import preset
 
 os.environ["HF_HUB_OFFLINE"] = "1"  # nothing may be downloaded

@@ -12,7 +12,8 @@ import torch
 from specviz.charts import lookahead as charts
 from specviz.charts.kv import kv_ledger as from_kv
 from specviz.charts.palette import GREY
-from specviz.core.engine import Generation, Settings, verify_pass
+from specviz.core.engine import Generation, verify_pass
+from specviz.core.settings import Settings
 from specviz.drafters.base import chain
 from specviz.drafters.lookahead import LookaheadDrafter, NGramPool, ngram_tree, window_extra
 from specviz.kernels.cached_model import CachedModel
@@ -203,7 +204,7 @@ def test_a_sampled_run_records_its_window_and_what_sampling_costs(tiny):
     [("lookahead_window", 0), ("lookahead_window", 33), ("lookahead_ngram", 1), ("lookahead_candidates", 0)],
 )
 def test_bad_knobs_are_refused(knob, value):
-    with pytest.raises(ValueError, match="lookahead needs"):
+    with pytest.raises(ValueError, match=r"lookahead \w+ must be between"):
         Settings(drafter="lookahead", **{knob: value}).check()
 
 

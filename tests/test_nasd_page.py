@@ -12,7 +12,8 @@ from test_tree_page import open_page
 
 from models.checkpoint import load_checkpoint
 from specviz.charts import nasd as charts
-from specviz.core.engine import Session, Settings
+from specviz.core.session import Session
+from specviz.core.settings import Settings
 from specviz.drafters.nasd import NASDDrafter
 from specviz.teaching.presets import preset
 

@@ -10,7 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from specviz.charts.kv import kv_ledger
 from specviz.charts.phase import accept_test
-from specviz.core.engine import Session, Settings
+from specviz.core.session import Session
+from specviz.core.settings import Settings
 from specviz.teaching.phases import round_phases
 from specviz.teaching.text_view import text_body
 

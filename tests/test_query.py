@@ -1,9 +1,11 @@
 """A run survives the trip through the URL, and a mangled link still opens a run."""
 
-from specviz.core.engine import Settings
-from specviz.drafters import DRAFTERS
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_names
 from specviz.teaching.presets import APP_PRESETS
 from specviz.teaching.query import DEFAULT_PRESET, RunSpec, from_query, to_query
+
+DRAFTERS = drafter_names()
 
 
 def test_round_trip_keeps_every_setting():

@@ -3,7 +3,8 @@
 import json
 import re
 
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.teaching.race import Lane, lane, race, race_html
 
 

@@ -7,7 +7,8 @@ import re
 import pytest
 
 from specviz.cli.main import main
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.teaching.replay import replay_html
 
 PROMPT = "ROMEO: $x$ &amp; :smile: &lt;b&gt;\n"  # markup a renderer might interpret

@@ -10,9 +10,13 @@ from streamlit.testing.v1 import AppTest
 from models.checkpoint import load_checkpoint
 from specviz.bench.shootout import modelled_speedup, rules_row, run_shootout
 from specviz.charts import shootout as charts
-from specviz.core.engine import Generation, Settings
-from specviz.drafters import DRAFTERS, TREE_DRAFTERS
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_names
 from specviz.teaching.stats import expected_tokens_per_round
+
+DRAFTERS = drafter_names()
+TREE_DRAFTERS = drafter_names(tree=True)
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 

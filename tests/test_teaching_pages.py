@@ -12,7 +12,8 @@ from streamlit.testing.v1 import AppTest
 from specviz.charts import exactness as exactness_charts
 from specviz.charts import lesson as lesson_charts
 from specviz.charts import toy as toy_charts
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.teaching import lesson, toy
 from specviz.teaching.exactness import run_exactness
 from specviz.teaching.presets import preset

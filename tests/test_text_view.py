@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from specviz.core.engine import Session, Settings
+from specviz.core.session import Session
+from specviz.core.settings import Settings
 from specviz.teaching.text_view import text_html
 
 

@@ -9,7 +9,8 @@ from dataclasses import replace
 import pytest
 import torch
 
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.drafters.base import Draft, chain
 from specviz.teaching.exactness import ALPHA, run_exactness, verdict
 from specviz.verifiers import VERIFIERS, Traversal, expected_accepted
@@ -227,7 +228,8 @@ def test_wrong_variant_is_listed_as_lossy():
 
 
 def test_traversal_runs_on_every_tree_drafter_settings():
-    from specviz.drafters import TREE_DRAFTERS
+    from specviz.drafters import drafter_names
+    TREE_DRAFTERS = drafter_names(tree=True)
 
     for d in TREE_DRAFTERS:
         Settings(drafter=d, verification="traversal").check()
@@ -315,7 +317,7 @@ def test_step_page_shows_the_traversal():
 
 def test_exactness_lab_labels_the_wrong_variant_lossy():
     from specviz.teaching.exactness import rule_sentence
-    from ui.controls import verifier_label
+    from specviz.verifiers import verifier_label
 
     assert "LOSSY" in rule_sentence("traversal-token-residual") and "expected to pass" in rule_sentence("traversal")
     assert verifier_label("traversal-token-residual").endswith("(lossy)")

@@ -11,11 +11,13 @@ from streamlit.testing.v1 import AppTest
 
 from models.checkpoint import load_checkpoint
 from specviz.charts import tree as charts
-from specviz.core.engine import Session, Settings
-from specviz.drafters import TREE_DRAFTERS
-from specviz.drafters.trie import NGramTrie
+from specviz.core.session import Session
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_names
+from specviz.drafters.trie import NGramTrie, TrieDrafter
 from specviz.teaching.presets import preset
-from ui.tree_page import DEMOS
+
+TREE_DRAFTERS = drafter_names(tree=True)
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -165,10 +167,10 @@ def test_page_switches_drafter_steps_and_rebuilds():
     at.button(key="switch_to_trie").click().run()
     assert not at.exception and at.sidebar.selectbox(key="ctl_drafter").value == "trie"
     # the switch also opens the trie's own preset, where the page has something to show
-    assert at.sidebar.selectbox(key="ctl_preset").value == DEMOS["trie"]
+    assert at.sidebar.selectbox(key="ctl_preset").value == TrieDrafter.preset
     assert at.session_state["run"].cursor == 0 and at.session_state["run"].generation.trace.prompt == load_checkpoint(
         "target"
-    ).tokenizer.encode(preset(DEMOS["trie"]).text)
+    ).tokenizer.encode(preset(TrieDrafter.preset).text)
     session = at.session_state["run"]
     # Before round 1, the page previews the first draft: the same tree the first round then sends.
     preview = [d for d in specs(at)[0]["data"] if d.get("name") in ("draft tree (pruned)", "accepted path")]

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import specviz.verifiers.typical as typical_mod
-from specviz.core.engine import Settings
+from specviz.core.settings import Settings
 from specviz.drafters.base import Draft, chain
 from specviz.teaching.exactness import run_exactness, verdict
 from specviz.verifiers import TokenWise, Typical

@@ -17,8 +17,9 @@ from streamlit.testing.v1 import AppTest
 from models.tokenizer import UnknownCharactersError
 from specviz.charts import label_text
 from specviz.charts.shootout import speedup_bars
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
 from specviz.core.markup import cut, md, plotly_text
+from specviz.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = "**b** _i_ $x$ :smile: [l](javascript:alert(1)) &amp; <b>b</b> ` | # -"

@@ -11,8 +11,9 @@ from test_tree_page import open_page
 from specviz.charts import block, tries
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.charts.verdict import checks_frame
-from specviz.core.engine import Session, Settings
 from specviz.core.record import RoundRecord
+from specviz.core.session import Session
+from specviz.core.settings import Settings
 from specviz.drafters.base import Draft
 from specviz.teaching.exactness import rule_sentence
 from specviz.verifiers import TokenWise, residual

@@ -9,8 +9,8 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, measure
-from specviz.core.engine import Settings
 from specviz.core.markup import md
+from specviz.core.settings import Settings
 
 FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
 

@@ -10,74 +10,67 @@ settings.
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
-from specviz.core.engine import Generation, Session, Settings
+from specviz.core.engine import Generation
 from specviz.core.markup import md
-from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS
+from specviz.core.session import Session
+from specviz.core.settings import KNOBS, Knob, Settings, method_knobs
+from specviz.drafters import drafter_class, drafter_names
 from specviz.teaching.presets import APP_PRESETS, preset
-from specviz.teaching.query import APP_LIMITS, RunSpec, from_query, to_query
-from specviz.verifiers import SAMPLINGS, VARIANTS, VERIFIERS
+from specviz.teaching.query import RunSpec, from_query, to_query
 from ui.common import costs_for, models_or_stop
 
 FREE_TEXT = "Free text"
 
-HELP = {
-    "drafter": "Who proposes the K characters the target checks in one pass. 'none' is plain decoding.",
-    "k": "Draft length: characters proposed per round (the depth limit for trees).",
-    "k_auto": "Adaptive K: each round picks the K (0 to the slider's K) with the most expected characters per unit "
-    "of time, from past rounds' acceptance and the measured cost of a pass. The step page shows why.",
-    "temperature": "Target and draft temperature. 0 = greedy: accept exactly the target's argmax.",
-    "min_context_count": "Trigram: fall back to the bigram row when the two-character context was seen fewer "
-    "times than this in training.",
-    "seed": "Same seed and settings, same run.",
-    "max_new_tokens": "Characters to generate.",
-    "verification": "How the target decides which drafted characters to keep. Lossy rules are kept to show them "
-    "failing in the Exactness lab.\n\n"
-    + "\n\n".join(f"- **{v.name}**{'' if v.lossless else ' (LOSSY)'}: {v.summary}" for v in VERIFIERS.values()),
-    "trie_n": "Trie: n-gram length stored from the prompt.",
-    "trie_prefix_len": "Trie: L_p, the length of the context suffix matched against the trie.",
-    "trie_num_draft": "Trie: the most nodes in the pruned draft tree.",
-    "nasd_n": "NASD: context length n of the adaptive storage (n-1 tokens predict the next).",
-    "nasd_filler_top_k": "NASD: the target's top-k tokens added to the storage after each round.",
-    "nasd_stop_if_unknown": "NASD: stop drafting at an unseen context instead of filling with the commonest token.",
-    "lookup_max_ngram": "Prompt lookup: the longest n-gram of the context searched for in the prompt (its window).",
-    "lookup_min_ngram": "Prompt lookup: the shortest n-gram tried before giving up.",
-    "distilled_context": "Distilled: L, the longest context (in characters) looked up in the table of the target's "
-    "own predictions; shorter ones are the back-off.",
-    "distilled_nodes": "Distilled tree: the node budget of the best-first draft tree.",
-    "suffix_max_match": "Suffix decoding: the longest suffix of the context looked up in the context and corpus indices.",
-    "suffix_min_prob": "Suffix decoding: grow the candidate tree while a path's empirical probability (its count over "
-    "the match's) is at least this; lower grows bigger trees.",
-    "suffix_max_nodes": "Suffix decoding: the most nodes in the candidate tree.",
-    "layer_skip_layers": "Layer-skip: how many of the target's first layers draft, exiting early through its final "
-    "norm and head; more layers draft better and cost more.",
-    "neural_tree_nodes": "Neural tree: the node budget of the tree grown from the tiny model's confidence.",
-    "neural_tree_children": "Neural tree: the most children a node gets (its top tokens at T = 0, draws at T > 0).",
-    "medusa_nodes": "Medusa: the node budget of the candidate tree (the paths with the highest product of head "
-    "probabilities are kept).",
-    "medusa_top_k": "Medusa: the top tokens of each head; head i's are the candidates at depth i.",
-    "lookahead_window": "Lookahead: W, the columns of the Jacobi window of guessed future characters that rides in "
-    "every verify pass (more columns: more n-grams per pass, a longer pass).",
-    "lookahead_ngram": "Lookahead: N, the n-gram size; the window keeps the last N - 1 Jacobi steps and candidates "
-    "are up to N - 1 characters deep.",
-    "lookahead_candidates": "Lookahead: G, the n-grams kept per first character in the pool, all verified as one tree.",
-    "eagle_ttt": "EAGLE-3: use the head trained with training-time test (its own fed-back states unrolled in "
-    "training); off: the same head trained on step 0 only, whose later draft steps fall apart.",
-    "eagle_tree_nodes": "EAGLE-3 tree: the node budget of the dynamic tree grown from the head's confidence.",
-    "eagle_tree_children": "EAGLE-3 tree: the most children a node gets.",
-    "tree_sampling": "How a sampled tree's siblings are drawn from the draft's q: with replacement (SpecInfer, "
-    "i.i.d., repeats allowed) or without (Sequoia, each from q minus the earlier siblings). Both are lossless "
-    "when verified as drawn.",
-}
+
+def help_text(k: Knob) -> str:
+    """A knob's hover help: its sentence, and for a choice each option's one line."""
+    if k.describe is None:
+        return k.help
+    return k.help + "\n\n" + "\n\n".join(f"- **{md(k.option(o))}**: {md(k.describe(o))}" for o in k.choices())
 
 
-def verifier_label(name: str) -> str:
-    """A verifier's option label: lossy ones say so where they are chosen."""
-    return name if VERIFIERS[name].lossless else f"{name} (lossy)"
+def knob_widget(name: str, key: str | None = None, slider: bool = False, **kw):
+    """The widget a knob declares (Settings' metadata), with its label, range and help; ``key`` defaults
+    to the sidebar's ``ctl_<name>``; ``slider``: a number as a slider (the pages' own knob rows)."""
+    k, key, label = KNOBS[name], key or f"ctl_{name}", KNOBS[name].label
+    if k.widget == "select":
+        return st.selectbox(label, k.choices(), key=key, help=help_text(k), format_func=k.option, **kw)
+    if k.widget == "checkbox":
+        return st.checkbox(label, key=key, help=help_text(k), **kw)
+    lo, hi = k.app_limits()
+    if k.widget == "slider" or slider:
+        return st.slider(label, lo, hi, step=k.step, key=key, help=help_text(k), **kw)
+    return st.number_input(label, lo, hi, step=k.step or 1, key=key, help=help_text(k), **kw)
 
 
-def _number(name: str, label: str, step=1):
-    lo, hi = APP_LIMITS[name]
-    return st.number_input(label, lo, hi, step=step, key=f"ctl_{name}", help=HELP[name])
+def _main_knobs(drafter: str) -> None:
+    """The run's knobs, in declaration order (a trait's knob only for a drafter that has the trait);
+    two numbers in a row share a line."""
+    cls = drafter_class(drafter)
+    names = [n for n, k in KNOBS.items() if k.main and (not k.trait or getattr(cls, k.trait))]
+    i = 0
+    while i < len(names):
+        pair = names[i : i + 2]
+        if len(pair) == 2 and all(KNOBS[n].widget == "number" for n in pair):
+            for col, n in zip(st.columns(2), pair, strict=True):
+                with col:
+                    knob_widget(n)
+        else:
+            pair = pair[:1]
+            knob_widget(pair[0])
+        i += len(pair)
+
+
+def _drafter_knobs() -> None:
+    """Every drafter's own knobs, under its name (a knob shared by several drafters: under the first)."""
+    shown: set[str] = set()
+    for drafter in drafter_names():
+        names = [n for n in method_knobs(drafter) if not KNOBS[n].main and n not in shown]
+        if names:
+            st.caption(drafter)
+            for n in names:
+                knob_widget(n)
+            shown |= set(names)
 
 
 def _on_preset() -> None:
@@ -112,46 +105,9 @@ def sidebar() -> RunSpec:
         st.selectbox("Prompt", [FREE_TEXT] + [p.name for p in APP_PRESETS], key="ctl_preset", on_change=_on_preset,
                      help="Presets that show different behaviour; edit the text freely.")  # fmt: skip
         st.text_area("Prompt text", key="ctl_prompt", height=110, label_visibility="collapsed")
-        st.selectbox("Drafter", DRAFTERS, key="ctl_drafter", help=HELP["drafter"])
-        st.slider("K (draft length)", *APP_LIMITS["k"], key="ctl_k", help=HELP["k"])
-        st.checkbox("Adaptive K (at most K)", key="ctl_k_auto", help=HELP["k_auto"])
-        st.slider("Temperature", *APP_LIMITS["temperature"], step=0.05, key="ctl_temperature", help=HELP["temperature"])
-        c1, c2 = st.columns(2)
-        with c1:
-            _number("max_new_tokens", "Max new tokens", 10)
-        with c2:
-            _number("seed", "Seed")
-        st.slider("min_context_count", *APP_LIMITS["min_context_count"], key="ctl_min_context_count",
-                  help=HELP["min_context_count"])  # fmt: skip
-        st.selectbox("Verification", VARIANTS, key="ctl_verification", help=HELP["verification"],
-                     format_func=verifier_label)  # fmt: skip
-        if st.session_state.ctl_drafter in SAMPLED_TREE_DRAFTERS:
-            st.selectbox("Tree sampling", SAMPLINGS, key="ctl_tree_sampling", help=HELP["tree_sampling"])
+        _main_knobs(st.session_state.ctl_drafter)
         with st.expander("Drafter knobs"):
-            _number("trie_n", "Trie n")
-            _number("trie_prefix_len", "Trie L_p")
-            _number("trie_num_draft", "Trie num_draft")
-            _number("nasd_n", "NASD n")
-            _number("nasd_filler_top_k", "NASD filler_top_k")
-            st.checkbox("NASD stop_if_unknown", key="ctl_nasd_stop_if_unknown", help=HELP["nasd_stop_if_unknown"])
-            _number("lookup_max_ngram", "Prompt-lookup window (max n-gram)")
-            _number("lookup_min_ngram", "Prompt-lookup min n-gram")
-            _number("distilled_context", "Distilled L (context)")
-            _number("distilled_nodes", "Distilled tree nodes")
-            _number("suffix_max_match", "Suffix max match")
-            _number("suffix_min_prob", "Suffix min path probability", 0.05)
-            _number("suffix_max_nodes", "Suffix tree nodes")
-            _number("layer_skip_layers", "Layer-skip draft layers")
-            _number("neural_tree_nodes", "Neural tree nodes")
-            _number("neural_tree_children", "Neural tree children per node")
-            _number("medusa_nodes", "Medusa tree nodes")
-            _number("medusa_top_k", "Medusa candidates per head")
-            _number("lookahead_window", "Lookahead window W")
-            _number("lookahead_ngram", "Lookahead n-gram N")
-            _number("lookahead_candidates", "Lookahead candidates G")
-            st.checkbox("EAGLE-3 head trained with TTT", key="ctl_eagle_ttt", help=HELP["eagle_ttt"])
-            _number("eagle_tree_nodes", "EAGLE-3 tree nodes")
-            _number("eagle_tree_children", "EAGLE-3 tree children per node")
+            _drafter_knobs()
     settings = Settings(**{name: st.session_state[f"ctl_{name}"] for name in vars(Settings())})
     text = st.session_state.ctl_prompt
     chosen = st.session_state.ctl_preset

@@ -14,6 +14,9 @@ import streamlit as st
 
 from specviz.charts import exactness as charts
 from specviz.core.markup import md
+from specviz.core.settings import Settings
+from specviz.drafters import drafter_class
+from specviz.verifiers import VERIFIERS
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
@@ -21,7 +24,10 @@ from ui.controls import FREE_TEXT, valid_spec
 from ui.round_view import chart
 
 KEEP = 8  # results kept per browser session
-DEMO = {"ctl_drafter": "nasd", "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": "Repetitive"}
+LOSSLESS = Settings().verification  # the default rule, token-wise: lossless
+BIASED = next(v for v in VERIFIERS.values() if not v.lossless and v.showcase)  # the first lossy rule the atlas shows
+_DEMO_DRAFTER = drafter_class(BIASED.showcase[0])
+DEMO = {"ctl_drafter": _DEMO_DRAFTER.name, "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": _DEMO_DRAFTER.preset}
 
 
 def _key(spec, samples: int, n_tokens: int) -> tuple:
@@ -128,13 +134,14 @@ def render() -> None:
         st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(fits,), key="ex_keep_last")
         valid = None
     clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")
-    verification = st.session_state.get("ctl_verification", "lossless")
-    if verification == "lossless":
-        c[3].button("Load seed 004's biased rule", key="ex_demo", on_click=_set_verification, args=("nasd-seed", True),
-                    help="verification = nasd-seed with the NASD drafter on the repetitive prompt at temperature 1: "
-                    "a setting where its bias is large.")  # fmt: skip
+    verification = st.session_state.get("ctl_verification", LOSSLESS)
+    if verification == LOSSLESS:
+        c[3].button(f"Load a biased rule: {BIASED.name}", key="ex_demo", on_click=_set_verification,
+                    args=(BIASED.name, True), help=f"verification = {BIASED.name} ({md(BIASED.summary)}) with the "
+                    f"{_DEMO_DRAFTER.name} drafter on the “{_DEMO_DRAFTER.preset}” prompt at temperature 1: a setting "
+                    "where its bias is large.")  # fmt: skip
     else:
-        c[3].button("Back to the lossless rule", key="ex_demo", on_click=_set_verification, args=("lossless", False))
+        c[3].button("Back to the lossless rule", key="ex_demo", on_click=_set_verification, args=(LOSSLESS, False))
 
     results: dict = st.session_state.setdefault("ex_results", {})
     if valid is not None:

@@ -5,9 +5,10 @@ import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
 from specviz.adaptive.policy import AUTO_K_MAX
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
 from specviz.core.markup import md
-from specviz.drafters import DRAFTERS
+from specviz.core.settings import Settings
+from specviz.drafters import BASELINE, drafter_names
 from specviz.teaching.race import race, race_html
 from ui.common import costs_for, models_or_stop, page_setup
 
@@ -23,7 +24,8 @@ def measured_race(settings: Settings, nonce: int, _target, _tiny):
 def race_section(target, tiny) -> None:
     st.subheader("The race: plain against speculative decoding")
     c1, c2, c3 = st.columns([2, 1, 1])
-    drafter = c1.selectbox("Drafter", [d for d in DRAFTERS if d != "none"], index=DRAFTERS.index("distilled") - 1,
+    names = drafter_names(drafts=True)
+    drafter = c1.selectbox("Drafter", names, index=names.index(drafter_names(featured=True)[0]),
                            key="race_drafter", help="K is chosen each round (adaptive K, at most 12).")  # fmt: skip
     temperature = c2.select_slider("Temperature", [0.0, 0.5, 0.8, 1.0], 0.0, key="race_temperature",
                                    help="0 = greedy: both lanes write the same characters.")  # fmt: skip
@@ -87,7 +89,7 @@ def render() -> None:
         else:
             try:
                 ids = target.tokenizer.encode(prompt)
-                settings = Settings(drafter="none", temperature=temperature, max_new_tokens=int(length), seed=int(seed))
+                settings = Settings(drafter=BASELINE, temperature=temperature, max_new_tokens=int(length), seed=int(seed))
                 st.session_state.home_sample = prompt + Generation(target, ids, settings).run().text
             except UnknownCharactersError as e:
                 st.error(f"The prompt has {md(e)}.")

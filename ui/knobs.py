@@ -9,12 +9,12 @@ restarts it when a setting changes) both see the new value in the same rerun.
 
 import streamlit as st
 
-from specviz.core.engine import Session
 from specviz.core.record import Trace
+from specviz.core.session import Session
+from specviz.core.settings import KNOBS, method_knobs
 from specviz.teaching.presets import preset
-from specviz.teaching.query import APP_LIMITS
 from specviz.teaching.text_view import text_html
-from ui.controls import HELP
+from ui.controls import knob_widget
 
 
 def _use(name: str, value) -> None:
@@ -46,14 +46,20 @@ def drafter_gate(session: Session, demos: dict[str, str], what: str) -> bool:
     return False
 
 
-def knob_row(labels: dict[str, str], rebuilds: str) -> None:
-    """Side by side, a slider per sidebar setting in ``labels`` (name -> label); moving one
+def knob_row(names: list[str], rebuilds: str) -> None:
+    """Side by side, a widget per sidebar setting in ``names``, as its knob declares it; moving one
     restarts the run."""
-    for col, (name, label) in zip(st.columns(len(labels)), labels.items(), strict=True):
+    for col, name in zip(st.columns(len(names)), names, strict=True):
         st.session_state[f"knob_{name}"] = st.session_state[f"ctl_{name}"]
-        lo, hi = APP_LIMITS[name]
-        col.slider(label, lo, hi, key=f"knob_{name}", on_change=_copy, args=(name,), help=HELP[name])
+        with col:
+            knob_widget(name, key=f"knob_{name}", slider=True, on_change=_copy, args=(name,))
     st.caption(f"Moving a slider rebuilds {rebuilds} and restarts the run from the prompt.")
+
+
+def drafter_knob_row(drafter: str) -> None:
+    """The drafter's own knobs (not the run's main ones), if it has any."""
+    if names := [n for n in method_knobs(drafter) if not KNOBS[n].main]:
+        knob_row(names, f"the {drafter} drafter")
 
 
 def text_tail(trace: Trace, cursor: int, keep: int = 160) -> None:

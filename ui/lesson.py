@@ -6,8 +6,9 @@ import streamlit as st
 
 from specviz import charts
 from specviz.charts import lesson as lesson_charts
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
 from specviz.core.markup import md
+from specviz.core.settings import Settings
 from specviz.teaching import lesson
 from specviz.teaching.presets import preset
 from specviz.teaching.stats import acceptance_by_position
@@ -159,5 +160,5 @@ def render() -> None:
     draw(step, trace, timing, settings, predict, i)
     with st.expander("Glossary: every metric the app shows", expanded=False):
         glossary_table(trace.rounds, settings.k, counts=False, timing=timing)
-        for entry in lesson.DRAFTER_GLOSSARY:
+        for entry in lesson.drafter_glossary():
             st.markdown(f"**{entry['drafter']}** ({md(entry['paper'])}). {md(entry['text'])}")

@@ -2,9 +2,10 @@
 
 import streamlit as st
 
+from specviz.drafters.nasd import NASDDrafter
 from ui.common import page_setup, question
 from ui.controls import active_session
-from ui.knobs import drafter_gate, knob_row
+from ui.knobs import drafter_gate, drafter_knob_row
 from ui.nasd_view import nasd_view
 from ui.navigator import navigator
 
@@ -12,9 +13,10 @@ from ui.navigator import navigator
 def render() -> None:
     page_setup()
     st.title("NASD storage")
-    question("How does a drafter that learns from the text as it goes get better, and where is the seed's rule wrong?")
+    question("How does a drafter that learns from the text as it goes get better, and where is its own verification rule wrong?")
     st.caption("N-gram assisted speculative decoding drafts from a table, not a model: (last n−1 characters) → counts of "
                "the next character. It starts from the prompt's n-grams and learns from every round.")  # fmt: skip
-    if (session := active_session()) is not None and drafter_gate(session, {"nasd": "Repetitive"}, "the NASD storage"):
-        knob_row({"nasd_n": "n (context = n − 1 characters)", "nasd_filler_top_k": "filler_top_k"}, "the storage")
+    if (session := active_session()) is not None and drafter_gate(session, {NASDDrafter.name: NASDDrafter.preset},
+                                                                  "the NASD storage"):  # fmt: skip
+        drafter_knob_row(NASDDrafter.name)
         navigator(session, nasd_view)

@@ -6,9 +6,9 @@ import streamlit as st
 
 from specviz.charts import label_text
 from specviz.charts import nasd as charts
-from specviz.core.engine import Session
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
+from specviz.core.session import Session
 from ui.knobs import text_tail
 from ui.round_view import chart
 

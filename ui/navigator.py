@@ -12,8 +12,8 @@ import time
 
 import streamlit as st
 
-from specviz.core.engine import Session
 from specviz.core.markup import md
+from specviz.core.session import Session
 
 SPEEDS = {"slow (2 s)": 2.0, "medium (1 s)": 1.0, "fast (0.4 s)": 0.4}
 DEFAULT_SPEED = "medium (1 s)"

@@ -8,8 +8,8 @@ import streamlit as st
 from specviz import charts
 from specviz.charts.lesson import VERIFY_HELP, VERIFY_VIEW, draft_frame, verify_frame
 from specviz.charts.phase import accept_test
-from specviz.core.engine import Session
 from specviz.core.markup import md
+from specviz.core.session import Session
 from specviz.teaching.phases import round_phases
 from specviz.teaching.text_view import text_html
 from ui.round_view import chart, table

@@ -6,9 +6,9 @@ import streamlit as st
 
 from specviz import charts
 from specviz.charts import tries
-from specviz.core.engine import Session
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord, Trace
+from specviz.core.session import Session
 from specviz.teaching.replay import replay_html
 from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.teaching.text_view import text_html

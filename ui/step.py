@@ -3,7 +3,7 @@ the round phase by phase (draft, verify, each check, residual or bonus, trim).""
 
 import streamlit as st
 
-from specviz.core.engine import Session
+from specviz.core.session import Session
 from ui.common import page_setup, question
 from ui.controls import active_session
 from ui.navigator import navigator

@@ -14,9 +14,9 @@ import torch
 from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.charts.draft_tree import draft_tree_figure
-from specviz.core.engine import Session
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
+from specviz.core.session import Session
 from ui.knobs import text_tail
 from ui.round_view import chart, sibling_tries
 

@@ -3,7 +3,8 @@ the target's own layers that draft (1 .. n_layer - 1). More layers draft better 
 table says how much better, on the run's prompt, temperature and seed."""
 
 from models.checkpoint import Checkpoint
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 
 
 def acceptance_by_layers(target: Checkpoint, prompt: list[int], temperature: float, k: int = 4,

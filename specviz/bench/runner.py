@@ -66,7 +66,8 @@ from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.bench.memory import drafter_megabytes
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.drafters import DRAFTERS, NEURAL_DRAFTERS, TREE_DRAFTERS
 from specviz.kernels import native
 from specviz.teaching.atlas import METHODS

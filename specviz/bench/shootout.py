@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 
 from models.checkpoint import Checkpoint
 from specviz.bench.runner import bench_settings, expected_totals, run_bench
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.teaching.presets import Preset
 from specviz.teaching.stats import acceptance_by_position, expected_tokens_per_round

@@ -1,11 +1,11 @@
-"""Every drafter behind one interface (see base.py), made by name for one generation."""
+"""Every drafter, registered by name. A method is its file (a Drafter subclass with its traits, build
+and check: see base.py) plus one line in the tuple below; the engine, the CLI, the bench, the atlas
+and the app read the registry and name no drafter themselves."""
 
-from models.distilled import load_table
-from models.medusa import cached_heads
-from specviz.drafters.base import Draft, Drafter, chain
+from specviz.drafters.base import Draft, Drafter, Sources, chain
 from specviz.drafters.bigram import BigramDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
-from specviz.drafters.eagle import EagleDrafter, shared_head
+from specviz.drafters.eagle import Eagle1Drafter, EagleDrafter
 from specviz.drafters.eagle_tree import EagleTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
 from specviz.drafters.lookahead import LookaheadDrafter
@@ -13,105 +13,60 @@ from specviz.drafters.medusa import MedusaDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
 from specviz.drafters.neural_tree import NeuralTreeDrafter
+from specviz.drafters.none import NoDrafter
 from specviz.drafters.prompt_lookup import PromptLookupDrafter
-from specviz.drafters.suffix import SuffixDrafter, corpus_index
+from specviz.drafters.suffix import SuffixDrafter
 from specviz.drafters.trie import TrieDrafter
 from specviz.drafters.trigram import TrigramDrafter
 
-DRAFTERS = ("none", "bigram", "trigram", "trie", "nasd", "prompt-lookup", "neural", "neural-tree", "distilled",
-            "distilled-tree", "suffix", "layer-skip", "lookahead", "medusa", "eagle1", "eagle3", "eagle3-tree")  # fmt: skip
-TREE_DRAFTERS = (
-    "trie",
-    "neural-tree",
-    "distilled-tree",
-    "suffix",
-    "lookahead",
-    "medusa",
-    "eagle3-tree",
-)  # send trees (chains-only verifiers refuse them)
-SAMPLED_TREE_DRAFTERS = ("neural-tree", "eagle3-tree")  # trees of sampled tokens (Draft.sampling set at T > 0)
-NEURAL_DRAFTERS = ("neural", "neural-tree")  # drafters that need the tiny draft model
-EAGLE_DRAFTERS = ("eagle1", "eagle3", "eagle3-tree")  # draft heads on the target's features (models/eagle.py)
+REGISTRY: dict[str, type[Drafter]] = {}
+BASELINE = NoDrafter.name  # plain decoding: the drafter every speedup is measured against
 
 
-class NoDrafter(Drafter):
-    """Plain autoregressive decoding: no draft, so each round is one target forward pass and
-    one token. The baseline every figure is measured against."""
-
-    name = "none"
-
-    def draft(self, context, k, temperature, gen):
-        return chain([])
+def register(cls: type[Drafter]) -> type[Drafter]:
+    """Add a drafter class under its name; the CLI, the app and the atlas list it from then on."""
+    REGISTRY[cls.name] = cls
+    return cls
 
 
-def eagle_head_name(drafter: str, settings) -> str:
-    """The head file an EAGLE drafter uses (models/eagle.py HEAD_NAMES)."""
-    return "eagle1" if drafter == "eagle1" else "eagle3" if settings.eagle_ttt else "eagle3-nottt"
+for _cls in (  # the order the CLI, the app and the atlas list them in
+    NoDrafter,
+    BigramDrafter,
+    TrigramDrafter,
+    TrieDrafter,
+    NASDDrafter,
+    PromptLookupDrafter,
+    NeuralDrafter,
+    NeuralTreeDrafter,
+    DistilledDrafter,
+    DistilledTreeDrafter,
+    SuffixDrafter,
+    LayerSkipDrafter,
+    LookaheadDrafter,
+    MedusaDrafter,
+    Eagle1Drafter,
+    EagleDrafter,
+    EagleTreeDrafter,
+):
+    register(_cls)
 
 
-def make_drafter(name: str, settings, target_ckpt, prompt: list[int], draft_model=None, target_cache=None) -> Drafter:
-    """``settings`` carries the knobs (see specviz.core.engine.Settings); ``draft_model`` is the
-    tiny GPT, needed only by the neural drafters (NEURAL_DRAFTERS)."""
-    # target_cache: the generation's own target CachedModel, needed only by layer-skip, which
-    # drafts with the target's first layers inside the target's KV cache (no second prefill).
-    s = settings
-    if name == "none":
-        return NoDrafter()
-    if name == "bigram":
-        return BigramDrafter(target_ckpt.bigram_counts)
-    if name == "trigram":
-        return TrigramDrafter(target_ckpt.bigram_counts, target_ckpt.trigram_counts, s.min_context_count)
-    if name == "trie":
-        return TrieDrafter(prompt, s.trie_n, s.trie_prefix_len, s.trie_num_draft)
-    if name == "nasd":
-        return NASDDrafter(prompt, s.nasd_n, s.nasd_filler_top_k, s.nasd_stop_if_unknown)
-    if name == "prompt-lookup":
-        return PromptLookupDrafter(s.lookup_max_ngram, s.lookup_min_ngram)
-    if name in ("distilled", "distilled-tree"):
-        table = load_table(target_ckpt.path)
-        if name == "distilled":
-            return DistilledDrafter(table, s.min_context_count, s.distilled_context)
-        return DistilledTreeDrafter(table, s.min_context_count, s.distilled_context, s.distilled_nodes)
-    if name == "suffix":
-        corpus = corpus_index(chars=target_ckpt.tokenizer.chars)
-        return SuffixDrafter(corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes)
-    if name == "layer-skip":
-        if target_cache is None:
-            raise ValueError("the layer-skip drafter drafts in the target's KV cache: pass target_cache")
-        return LayerSkipDrafter(target_cache, s.layer_skip_layers)
-    if name == "medusa":  # heads on the target's own features, read from its cache (no extra pass)
-        if target_cache is None:
-            raise ValueError("the medusa drafter reads the target's cached features: pass target_cache")
-        return MedusaDrafter(target_cache, cached_heads(target_ckpt.path, target_cache.dtype), s.medusa_nodes,
-                             s.medusa_top_k)  # fmt: skip
-    if name == "lookahead":
-        return LookaheadDrafter(prompt, target_ckpt.config.block_size, s.lookahead_window, s.lookahead_ngram,
-                                s.lookahead_candidates, window_alone=not s.k_auto)  # fmt: skip
-    if name in EAGLE_DRAFTERS:
-        if target_cache is None:
-            raise ValueError(f"the {name} drafter reads the target's features from its cache: pass target_cache")
-        head = shared_head(eagle_head_name(name, s), target_ckpt)
-        if name == "eagle3-tree":
-            return EagleTreeDrafter(head, target_cache, s.eagle_tree_nodes, s.eagle_tree_children, s.tree_sampling)
-        return EagleDrafter(head, target_cache, name)
-    if name in NEURAL_DRAFTERS:
-        if draft_model is None:
-            raise ValueError(f"the {name} drafter needs the tiny draft model")
-        if name == "neural":
-            return NeuralDrafter(draft_model)
-        return NeuralTreeDrafter(draft_model, s.neural_tree_nodes, s.neural_tree_children, s.tree_sampling)
-    raise ValueError(f"unknown drafter {name!r}; choose one of: {', '.join(DRAFTERS)}")
+def drafter_names(**traits) -> tuple[str, ...]:
+    """The registered drafters whose class traits have these values: drafter_names(tree=True)."""
+    return tuple(n for n, c in REGISTRY.items() if all(getattr(c, t) == v for t, v in traits.items()))
 
 
-__all__ = [
-    "DRAFTERS",
-    "EAGLE_DRAFTERS",
-    "NEURAL_DRAFTERS",
-    "SAMPLED_TREE_DRAFTERS",
-    "TREE_DRAFTERS",
-    "Draft",
-    "Drafter",
-    "NoDrafter",
-    "chain",
-    "make_drafter",
-]
+def drafter_class(name: str) -> type[Drafter]:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ValueError(f"unknown drafter {name!r}; choose one of: {', '.join(REGISTRY)}") from None
+
+
+def make_drafter(src: Sources) -> Drafter:
+    """The drafter ``src.settings`` names, built for one generation."""
+    return drafter_class(src.settings.drafter).build(src)
+
+
+__all__ = ["BASELINE", "REGISTRY", "Draft", "Drafter", "NoDrafter", "Sources", "chain", "drafter_class",
+           "drafter_names", "make_drafter", "register"]  # fmt: skip

@@ -85,6 +85,24 @@ def chain(tokens: list[int], q: torch.Tensor | None = None, notes: dict | None =
     return Draft(list(tokens), list(range(-1, len(tokens) - 1)), q, notes or {})
 
 
+@dataclass
+class Sources:
+    """What a drafter is built from, for one generation (Drafter.build)."""
+
+    settings: object  # specviz.core.settings.Settings: the drafter's knobs
+    checkpoint: object  # the target's Checkpoint: n-gram counts, config, tokenizer, where its artifacts live
+    prompt: list[int]  # the prompt's token ids
+    target: object = None  # the generation's target with its KV cache (TargetModel): heads and layer-skip read it
+    draft_model: object = None  # the tiny draft GPT, for a drafter that needs "draft_model"
+
+    def need(self, what: str, who: str):
+        """The source ``what`` ("target" or "draft_model"), or a ValueError naming the drafter ``who``."""
+        value = getattr(self, what)
+        if value is None:
+            raise ValueError(f"the {who} drafter needs the {what.replace('_', ' ')}")
+        return value
+
+
 class Drafter:
     """Base class. A drafter is made for one generation (it may keep state across rounds:
     NASD's storage, the neural draft model's KV cache) and is told the outcome of each round.
@@ -101,7 +119,18 @@ class Drafter:
     JSON-serialisable notes on what changed (or {}).
     """
 
-    name = "base"
+    # What the method is, declared on its class: the registry (specviz/drafters/__init__.py), the engine,
+    # the CLI, the atlas and the app read these, and none of them names a drafter.
+    name = "base"  # the registry's key: --drafter, the app's choice, the bench's rows
+    summary = ""  # where the draft comes from, in one line (the atlas)
+    paper = ""  # the paper or post it follows, by name (the atlas, the glossary)
+    preset = "Dialogue"  # the preset where it shows best (the atlas and the tree page open it there)
+    glossary = ""  # a paragraph for the lesson's glossary ("" : none)
+    drafts = True  # False only for plain decoding, the baseline every figure is measured against
+    featured = False  # Home's race opens with it: the fastest lossless drafter in the stored bench run
+    tree = False  # sends trees, so chains-only verifiers refuse it
+    sampled_tree = False  # sends trees of sampled tokens: the tree_sampling knob applies
+    needs: frozenset[str] = frozenset()  # besides the target: "draft_model", "target_cache", "corpus", "heads"
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive/policy.py).
@@ -126,6 +155,27 @@ class Drafter:
     # however many levels K gives it: priced K x per level, a deeper K would cost more nodes than it sends
     # (the distilled tree, 16 nodes over 3 levels: a K = 4 draft priced at 21 nodes, not 16).
     max_nodes = 0
+
+    @classmethod
+    def build(cls, src: Sources) -> "Drafter":
+        """A drafter for one generation, from its settings and sources."""
+        return cls()
+
+    @classmethod
+    def check(cls, settings, config) -> None:
+        """Raise ValueError with a user-facing sentence where the settings cannot fit the target's config
+        (its GPTConfig), before any weights load."""
+
+    @classmethod
+    def load(cls, settings, checkpoint) -> None:
+        """Load and check the artifacts it needs (a head, a table) for this target Checkpoint, so that a
+        bad file is reported before a run starts; raises the artifact's own error."""
+
+    @classmethod
+    def peer(cls, k: int) -> dict | None:
+        """transformers' generate() arguments for the same method at draft length k (the bench compares
+        against it), or None where transformers has none."""
+        return None
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         raise NotImplementedError

@@ -13,6 +13,13 @@ def laplace(counts: torch.Tensor) -> torch.Tensor:
 
 class BigramDrafter(Drafter):
     name = "bigram"
+    summary = "character bigram counts of the training split"
+    paper = "the bigram-draft post (speculative decoding added to nanoGPT)"
+    preset = "Free verse"
+
+    @classmethod
+    def build(cls, src):
+        return cls(src.checkpoint.bigram_counts)
 
     def __init__(self, bigram_counts: torch.Tensor):
         self.table = laplace(bigram_counts)  # (V, V)

@@ -21,7 +21,7 @@ from itertools import accumulate
 
 import torch
 
-from models.distilled import DistilledTable
+from models.distilled import DistilledTable, load_table
 from specviz.core.sampling import draw_cumulative
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
 
@@ -30,6 +30,18 @@ TREE_CHILDREN = 3
 
 class DistilledDrafter(Drafter):
     name = "distilled"
+    summary = "a table of the target's own predictions after short contexts"
+    paper = "target distillation, as DistillSpec (Zhou et al., 2024), in a lookup table"
+    featured = True
+
+    @classmethod
+    def load(cls, settings, checkpoint):
+        load_table(checkpoint.path)  # built from this target, its sha256 as recorded
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        return cls(load_table(src.checkpoint.path), s.min_context_count, s.distilled_context)
 
     def __init__(self, table: DistilledTable, min_context_count: int = 2, max_context: int = 8):
         self.table = table
@@ -71,10 +83,18 @@ class DistilledDrafter(Drafter):
 
 class DistilledTreeDrafter(DistilledDrafter):
     name = "distilled-tree"
+    summary = "the distilled table, a best-first tree"
+    paper = "as distilled; trees as SpecInfer"
+    tree = True
     deterministic = True
 
     def estimates(self, temperature):
         return False  # a tree: its budget, not a stopping rule, bounds it
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        return cls(load_table(src.checkpoint.path), s.min_context_count, s.distilled_context, s.distilled_nodes)
 
     def __init__(self, table: DistilledTable, min_context_count: int = 2, max_context: int = 8, nodes: int = 16):
         super().__init__(table, min_context_count, max_context)

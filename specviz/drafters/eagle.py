@@ -170,13 +170,33 @@ class HeadCache:
         return self.last, notes
 
 
+def head_name(settings) -> str:
+    """The EAGLE-3 head the settings ask for (models/eagle.py HEAD_NAMES): with or without training-time test."""
+    return "eagle3" if settings.eagle_ttt else "eagle3-nottt"
+
+
 class EagleDrafter(Drafter):
     name = "eagle3"
+    summary = "a one-block head on low, middle and top features fused, trained with training-time test"
+    paper = "EAGLE-3 (Li et al., 2025)"
+    needs = frozenset({"target_cache", "heads"})
     stateful = True  # bound to one generation's target cache
     draft_cost = DRAFT_COST
 
-    def __init__(self, head: EagleHead, target: CachedModel, name: str = "eagle3"):
-        self.name, self.head = name, head
+    @classmethod
+    def head_name(cls, settings) -> str:
+        return head_name(settings)
+
+    @classmethod
+    def load(cls, settings, checkpoint):
+        shared_head(cls.head_name(settings), checkpoint)  # a head paired with this target
+
+    @classmethod
+    def build(cls, src):
+        return cls(shared_head(cls.head_name(src.settings), src.checkpoint), src.need("target", cls.name))
+
+    def __init__(self, head: EagleHead, target: CachedModel):
+        self.head = head
         self.cache = HeadCache(head, target)
 
     def draft(self, context, k, temperature, gen):
@@ -201,3 +221,13 @@ class EagleDrafter(Drafter):
         draft.notes = {"head": self.name, **notes, "passes": state["steps"],
                        "predicted": [{"token": x, "q": qx[i] if qx else 1.0} for i, x in enumerate(draft.tokens)]}  # fmt: skip
         return draft
+
+
+class Eagle1Drafter(EagleDrafter):
+    name = "eagle1"
+    summary = "a one-block head that predicts the target's next top-layer feature from its features"
+    paper = "EAGLE (Li et al., 2024)"
+
+    @classmethod
+    def head_name(cls, settings) -> str:
+        return "eagle1"

@@ -14,7 +14,7 @@ import torch
 
 from models.eagle import EagleHead
 from specviz.drafters.base import chain, tree_mask
-from specviz.drafters.eagle import DRAFT_COST, SKIPPED, HeadCache
+from specviz.drafters.eagle import DRAFT_COST, SKIPPED, HeadCache, head_name, shared_head
 from specviz.drafters.neural_tree import CHILDREN, NeuralTreeDrafter
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
@@ -22,10 +22,24 @@ from specviz.kernels.cached_model import CachedModel
 
 class EagleTreeDrafter(NeuralTreeDrafter):
     name = "eagle3-tree"
+    summary = "the EAGLE-3 head, a dynamic tree grown from its confidence"
+    paper = "EAGLE-2 trees (Li et al., 2024) on EAGLE-3 (Li et al., 2025)"
+    preset = "Dialogue"
+    needs = frozenset({"target_cache", "heads"})
     # Per node: K head passes over ~N/K rows each, so ~DRAFT_COST K / N, plus the tree's per-node Python
     # (~0.1, the neural tree's estimate): 0.225 at 16 nodes, K = 4. bench-style runs measured draft c 0.32
     # (T = 0) and 0.23 (T = 0.8) on a loaded machine (see specviz/drafters/eagle.py).
     draft_cost = DRAFT_COST * 4 / 16 + 0.1
+
+    @classmethod
+    def load(cls, settings, checkpoint):
+        shared_head(head_name(settings), checkpoint)  # a head paired with this target
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        head = shared_head(head_name(s), src.checkpoint)
+        return cls(head, src.need("target", cls.name), s.eagle_tree_nodes, s.eagle_tree_children, s.tree_sampling)
 
     def __init__(self, head: EagleHead, target: CachedModel, nodes: int = 16, children: int = CHILDREN,
                  sampling: str = "without-replacement"):  # fmt: skip

@@ -141,6 +141,17 @@ def window_extra(levels: list[list[int]], cols: int, n_nodes: int) -> tuple[Extr
 
 class LookaheadDrafter(Drafter):
     name = "lookahead"
+    summary = "n-grams collected from Jacobi iterations run inside the verify pass"
+    paper = "Lookahead decoding (Fu, Bailis, Stoica and Zhang, 2024, arXiv 2402.02057)"
+    preset = "Counting"
+    glossary = ("Lookahead decoding needs no drafter: the target guesses ahead by itself. Besides the candidates, its "
+     "verify pass carries a window of W guessed future characters kept over the last N - 1 Jacobi steps; every "
+     "pass updates each guess from the guesses before it (Jacobi iteration: the fixed point is the greedy text). "
+     "Each column of the window, read with the guess it produces, is an N-gram the target itself wrote; these "
+     "go into a pool keyed by their first character, and the next round verifies the pool's n-grams that start "
+     "with the last character, as one tree. The window rides in the same pass but nothing verified attends to "
+     "it, so the output is exact; the price is a longer pass every round.")
+    tree = True
     deterministic = True
     stateful = True  # the window and the pool belong to one generation
     # Its draft is nearly free (a dict look-up); its cost is the window riding in every drafting round's
@@ -152,6 +163,12 @@ class LookaheadDrafter(Drafter):
     draft_cost = 0.02
     # A call also lays out the window (Extra), but adaptive K prices a call only to space out its idle
     # rounds' shadows (Drafter.call_cost), and a shadow lays out none (shadow): no call cost.
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        return cls(src.prompt, src.checkpoint.config.block_size, s.lookahead_window, s.lookahead_ngram,
+                   s.lookahead_candidates, window_alone=not s.k_auto)  # fmt: skip
 
     def __init__(self, prompt: list[int], block_size: int, window: int = 5, ngram: int = 4, candidates: int = 5,
                  window_alone: bool = True):  # fmt: skip

@@ -26,13 +26,27 @@ more and is not exact.
 
 import torch
 
-from models.medusa import MedusaHeads
+from models.medusa import MedusaHeads, cached_heads
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
 from specviz.kernels.cached_model import CachedModel, window_start
 
 
 class MedusaDrafter(Drafter):
     name = "medusa"
+    summary = "extra heads on the target's own top-layer feature (read from its cache), a tree of their top tokens"
+    paper = "Medusa (Cai et al., 2024, arXiv 2401.10774)"
+    glossary = ("Medusa gives the target extra heads: small layers on its own top-layer feature, head i trained to "
+     "guess the character i + 1 steps ahead while the target itself stays frozen. The feature that predicted "
+     "the last character is already in the target's cache, so drafting costs a few small matrix products and no "
+     "extra pass of any model. Each head's top few guesses are combined into a tree, pruned to the paths with "
+     "the highest product of head probabilities, and the target checks the whole tree in one pass. Verified "
+     "token by token the output is exactly the target's. Medusa's paper also offers typical acceptance: keep a "
+     "drafted character whenever the target finds it plausible enough, p(x) > min(0.09, 0.3·exp(−H(p))), with no "
+     "random draw. More characters are kept per pass, so it is faster, but it is not exact: the heads' favourite "
+     "characters come out more often than the target would write them, and the Exactness lab calls it biased "
+     "(at temperature 0 both rules are greedy and agree).")
+    tree = True
+    needs = frozenset({"target_cache", "heads"})
     deterministic = True
     stateful = True  # bound to one generation's target cache
     # In target forward units (adaptive K): a round runs heads 1..K on one feature vector, then walks the
@@ -55,6 +69,11 @@ class MedusaDrafter(Drafter):
     # slowest 1% of idle rounds, the shadows, took ~515 us of ~1400 (0.37). So adaptive K shadows it every
     # ceil((0.03 + 0.25 + 0.4 + 0.005) / 0.01) = 69th idle round.
     call_cost = 0.25
+
+    @classmethod
+    def build(cls, src):
+        target, s = src.need("target", cls.name), src.settings
+        return cls(target, cached_heads(src.checkpoint.path, target.dtype), s.medusa_nodes, s.medusa_top_k)
 
     def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):

@@ -21,8 +21,16 @@ def _best(counts: dict[int, int]) -> int:
 
 class NASDDrafter(Drafter):
     name = "nasd"
+    summary = "n-gram storage that grows from the prompt and every round's output"
+    paper = "N-gram Assisted Speculative Decoding (NASD)"
+    preset = "Repetitive"
     stateful = True
     deterministic = True
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        return cls(src.prompt, s.nasd_n, s.nasd_filler_top_k, s.nasd_stop_if_unknown)
 
     def __init__(self, prompt_tokens: list[int], n: int = 3, filler_top_k: int = 1, stop_if_unknown: bool = True):
         assert n >= 1 and filler_top_k >= 1

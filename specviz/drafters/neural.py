@@ -12,11 +12,19 @@ from specviz.kernels.cached_model import CachedModel
 
 class NeuralDrafter(Drafter):
     name = "neural"
+    summary = "a tiny GPT (0.2M parameters) drafting autoregressively"
+    paper = "Speculative sampling (Leviathan et al., 2023; Chen et al., 2023)"
+    preset = "Free verse"
+    needs = frozenset({"draft_model"})
     stateful = True
     # A tiny-model pass is mostly per-op overhead. The bench's draft c (5 presets, 128 tokens, 1 thread,
     # 2026-11-23): 0.48-0.51 at K = 1, 0.40-0.43 at K = 2, 0.36-0.40 at K = 3 (the first pass also feeds
     # the tokens accepted last round); adaptive K drafts 2-3 deep, so 0.4.
     draft_cost = 0.4
+
+    @classmethod
+    def build(cls, src):
+        return cls(src.need("draft_model", cls.name))
 
     def __init__(self, model: GPT):
         self.lm = CachedModel(model)

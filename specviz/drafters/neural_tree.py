@@ -41,6 +41,12 @@ CHILDREN = 3
 
 class NeuralTreeDrafter(Drafter):
     name = "neural-tree"
+    summary = "the tiny GPT, a tree grown from its confidence"
+    paper = "EAGLE-2 dynamic trees (Li et al., 2024); SpecInfer / Sequoia sampling"
+    preset = "Free verse"
+    tree = True
+    sampled_tree = True
+    needs = frozenset({"draft_model"})
     stateful = True
     # Per drafted node, in target forwards. A tiny pass costs ~0.45 (the chain drafter's figure: per-op
     # overhead, barely more for a few rows), and a round of N nodes over K depths takes K passes of ~N/K
@@ -48,6 +54,11 @@ class NeuralTreeDrafter(Drafter):
     # (draws, top-k, the mask): bench --quick measured draft c 0.22 at K = 4, T = 0.8, in a run where the
     # chain measured 0.52 against its 0.45, so ~0.2.
     draft_cost = 0.2
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        return cls(src.need("draft_model", cls.name), s.neural_tree_nodes, s.neural_tree_children, s.tree_sampling)
 
     def __init__(self, model: GPT, nodes: int = 16, children: int = CHILDREN, sampling: str = "without-replacement"):
         self.lm = CachedModel(model)

@@ -30,7 +30,18 @@ def find_earliest(context: list[int], pattern: list[int]) -> int:
 
 class PromptLookupDrafter(Drafter):
     name = "prompt-lookup"
+    summary = "the longest matching n-gram earlier in the context"
+    paper = "Prompt lookup decoding (Saxena, 2023)"
+    preset = "Quote a passage"
     deterministic = True
+
+    @classmethod
+    def build(cls, src):
+        return cls(src.settings.lookup_max_ngram, src.settings.lookup_min_ngram)
+
+    @classmethod
+    def peer(cls, k):
+        return {"prompt_lookup_num_tokens": k, "max_matching_ngram_size": 3}
 
     def __init__(self, max_ngram: int = 3, min_ngram: int = 1):
         assert 1 <= min_ngram <= max_ngram

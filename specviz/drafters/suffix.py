@@ -237,6 +237,16 @@ def candidate_tree(index: "SuffixIndex | ContextSearch", context: list[int], k: 
 
 class SuffixDrafter(Drafter):
     name = "suffix"
+    summary = "suffix indices over the context and the training corpus"
+    paper = "SuffixDecoding (Oliaro et al., 2024)"
+    preset = "A song's refrain"
+    glossary = ("Suffix decoding drafts with no model at all: it finds the longest suffix of the text so far that "
+     "occurred before, in this generation's own text or in the training corpus, and proposes a tree of what "
+     "followed those occurrences, the most frequent continuations first. The tree grows only while a path's "
+     "empirical probability stays high, so a long, unambiguous match (a refrain, a quote) drafts a deep chain "
+     "and a vague one drafts little.")
+    tree = True
+    needs = frozenset({"corpus"})
     deterministic = True
     # Per drafted token, in target forward units: each node of the two trees is a numpy pass over its
     # occurrences in the corpus, or a Python grouping of them in the context. A draft call in a round
@@ -249,6 +259,12 @@ class SuffixDrafter(Drafter):
     # presets, T = 0.8, 1 thread, 2026-11-24): adaptive K shadows every ceil((0.03 + 0.15 + 0.04) / 0.01)
     # = 22nd idle round.
     call_cost = 0.15
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        corpus = corpus_index(chars=src.checkpoint.tokenizer.chars)
+        return cls(corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes)
 
     def __init__(self, corpus: SuffixIndex | None, max_match: int = 16, min_prob: float = 0.1, max_nodes: int = 16):
         self.corpus, self.max_match, self.min_prob, self.max_nodes = corpus, max_match, min_prob, max_nodes

@@ -127,7 +127,16 @@ class TrieDrafter(Drafter):
     """Builds the trie from the prompt once; the paper leaves it unchanged during generation."""
 
     name = "trie"
+    summary = "an n-gram trie of the prompt, drafted as a tree"
+    paper = "N-Gram Trie speculative decoding (Chen et al., 2025); trees as SpecInfer (Miao et al., 2024)"
+    preset = "Quote a passage"
+    tree = True
     deterministic = True
+
+    @classmethod
+    def build(cls, src):
+        s = src.settings
+        return cls(src.prompt, s.trie_n, s.trie_prefix_len, s.trie_num_draft)
 
     def __init__(self, prompt_tokens: list[int], n: int = 13, max_prefix_len: int = 3, num_draft: int = 16):
         self.n, self.max_prefix_len, self.num_draft = n, max_prefix_len, num_draft

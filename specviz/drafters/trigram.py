@@ -14,6 +14,13 @@ from specviz.drafters.bigram import BigramDrafter, laplace
 
 class TrigramDrafter(Drafter):
     name = "trigram"
+    summary = "character trigram counts, bigram fallback below min_context_count"
+    paper = "the trigram post (Adding Trigram to Speculative Decoding)"
+
+    @classmethod
+    def build(cls, src):
+        ck, s = src.checkpoint, src.settings
+        return cls(ck.bigram_counts, ck.trigram_counts, s.min_context_count)
 
     def __init__(self, bigram_counts: torch.Tensor, trigram_counts: torch.Tensor, min_context_count: int = 2):
         self.bigram = BigramDrafter(bigram_counts)

@@ -44,8 +44,9 @@ import torch
 
 from models.checkpoint import Checkpoint
 from models.gpt import KVCache
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
 from specviz.core.sampling import probs_from_logits
+from specviz.core.settings import Settings
 from specviz.kernels.cached_model import CachedModel
 from specviz.verifiers import VERIFIERS
 

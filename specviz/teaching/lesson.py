@@ -12,8 +12,10 @@ from dataclasses import dataclass, replace
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.charts.distributions import label
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
 from specviz.core.record import PositionRecord, RoundRecord
+from specviz.core.settings import Settings
+from specviz.drafters import BASELINE, REGISTRY
 from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
 
 # A run whose round 0 accepts two drafts and then rejects one, and whose round 1 accepts all
@@ -178,7 +180,7 @@ def measure_speedup(target, draft_model, prompt: list[int], settings: Settings, 
         for _ in range(rounds):
             gen.step()
         spec.append(time.perf_counter() - t0)
-        base = Generation(target, prompt, replace(settings, drafter="none", k_auto=False, max_new_tokens=gen.generated))
+        base = Generation(target, prompt, replace(settings, drafter=BASELINE, k_auto=False, max_new_tokens=gen.generated))
         t0 = time.perf_counter()
         base.run()
         plain.append(time.perf_counter() - t0)
@@ -221,36 +223,6 @@ def glossary(rounds: list[RoundRecord], k: int, timing: dict | None = None) -> l
     ]  # fmt: skip
 
 
-# Drafters in the glossary: a paragraph each, naming the paper (the methods atlas, issue 14).
-DRAFTER_GLOSSARY = [
-    {"drafter": "suffix", "paper": "SuffixDecoding (Oliaro et al., 2024)",
-     "text": "Suffix decoding drafts with no model at all: it finds the longest suffix of the text so far that "
-     "occurred before, in this generation's own text or in the training corpus, and proposes a tree of what "
-     "followed those occurrences, the most frequent continuations first. The tree grows only while a path's "
-     "empirical probability stays high, so a long, unambiguous match (a refrain, a quote) drafts a deep chain "
-     "and a vague one drafts little."},
-    {"drafter": "layer-skip", "paper": "LayerSkip (Elhoushi et al., 2024); Draft & Verify (Zhang et al., 2023)",
-     "text": "Layer-skip is self-speculation: the target drafts for itself with only its first n layers, exiting "
-     "early through its own final norm and output head, then checks the draft with all its layers. The draft "
-     "layers' keys and values are the target's own, so the draft reuses the target's cache and nothing is "
-     "prefilled twice; more draft layers guess better but cost more."},
-    {"drafter": "medusa", "paper": "Medusa (Cai et al., 2024, arXiv 2401.10774)",
-     "text": "Medusa gives the target extra heads: small layers on its own top-layer feature, head i trained to "
-     "guess the character i + 1 steps ahead while the target itself stays frozen. The feature that predicted "
-     "the last character is already in the target's cache, so drafting costs a few small matrix products and no "
-     "extra pass of any model. Each head's top few guesses are combined into a tree, pruned to the paths with "
-     "the highest product of head probabilities, and the target checks the whole tree in one pass. Verified "
-     "token by token the output is exactly the target's. Medusa's paper also offers typical acceptance: keep a "
-     "drafted character whenever the target finds it plausible enough, p(x) > min(0.09, 0.3·exp(−H(p))), with no "
-     "random draw. More characters are kept per pass, so it is faster, but it is not exact: the heads' favourite "
-     "characters come out more often than the target would write them, and the Exactness lab calls it biased "
-     "(at temperature 0 both rules are greedy and agree)."},
-    {"drafter": "lookahead", "paper": "Lookahead decoding (Fu, Bailis, Stoica and Zhang, 2024, arXiv 2402.02057)",
-     "text": "Lookahead decoding needs no drafter: the target guesses ahead by itself. Besides the candidates, its "
-     "verify pass carries a window of W guessed future characters kept over the last N - 1 Jacobi steps; every "
-     "pass updates each guess from the guesses before it (Jacobi iteration: the fixed point is the greedy text). "
-     "Each column of the window, read with the guess it produces, is an N-gram the target itself wrote; these "
-     "go into a pool keyed by their first character, and the next round verifies the pool's n-grams that start "
-     "with the last character, as one tree. The window rides in the same pass but nothing verified attends to "
-     "it, so the output is exact; the price is a longer pass every round."},
-]  # fmt: skip
+def drafter_glossary() -> list[dict]:
+    """The drafters with a glossary paragraph (Drafter.glossary), each naming its paper."""
+    return [{"drafter": name, "paper": cls.paper, "text": cls.glossary} for name, cls in REGISTRY.items() if cls.glossary]

@@ -8,8 +8,8 @@ default used instead, so a mangled link still opens a run.
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from specviz.core.engine import Settings
 from specviz.core.markup import cut
+from specviz.core.settings import Settings
 from specviz.teaching.presets import APP_PRESETS, preset
 
 DEFAULT_PRESET = APP_PRESETS[0].name

@@ -12,9 +12,11 @@ import statistics
 from dataclasses import dataclass
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
 from specviz.core.markup import script_json
 from specviz.core.record import Trace
+from specviz.core.settings import Settings
+from specviz.drafters import BASELINE
 
 REPLAY_SECONDS = 8.0  # how long the plain lane takes on screen
 
@@ -33,7 +35,7 @@ class Lane:
 
 def lane(trace: Trace, label: str) -> Lane:
     times, chars, kinds, t = [], [], [], 0.0
-    plain = trace.settings["drafter"] == "none"
+    plain = trace.settings["drafter"] == BASELINE
     for r in trace.rounds:
         t += r.draft_s + r.verify_s + r.accept_s
         for tok, kind in zip(r.emitted, r.emitted_kinds, strict=True):
@@ -52,7 +54,7 @@ def race(target, prompt: list[int], settings: Settings, draft_model=None, repeat
     """(plain, speculative): ``repeats`` runs of each, interleaved on this machine now; each lane is
     its run of median time. Both use the settings' seed, temperature and length; ``costs`` is the
     speculative run's cost curve (adaptive K: this machine's, specviz.adaptive.costs.measure)."""
-    plain_settings = Settings(drafter="none", temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
+    plain_settings = Settings(drafter=BASELINE, temperature=settings.temperature, max_new_tokens=settings.max_new_tokens,
                               seed=settings.seed)  # fmt: skip
     runs = {"plain": [], "spec": []}
     for _ in range(repeats):

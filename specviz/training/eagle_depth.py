@@ -14,7 +14,8 @@ eagle-depth``; the step page's EAGLE panel and the model card draw it).
 from dataclasses import replace
 from pathlib import Path
 
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.teaching.stats import acceptance_by_position
 from specviz.training.train import split
 

@@ -11,7 +11,8 @@ from models.distilled import DEFAULT_PATH, load_table
 from models.eagle import HEAD_NAMES, MODELS_DIR, load_head
 from models.medusa import DEFAULT_PATH as MEDUSA_PATH
 from models.medusa import cached_heads
-from specviz.core.engine import Generation, Settings
+from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.training.distill import build_path
 
 ROLES = {

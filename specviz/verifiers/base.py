@@ -67,10 +67,19 @@ class Verifier:
     """Base class. ``verify(draft, p_rows, temperature, gen)``: p_rows is (N+1, V), row 0 the
     target's distribution after the root, row i+1 after node i; draws use ``gen`` only."""
 
-    name = "base"
-    lossless = True
+    name = "base"  # the registry's key: --verification, the app's choice
+    lossless = True  # False: kept, and labelled LOSSY, so the exactness lab can show it failing
     trees = True  # can verify trees (else chains only)
     summary = ""  # one line for the app and the CLI's help
+    paper = ""  # the paper or post it follows, by name (the atlas)
+    showcase: tuple[str, ...] = ()  # drafters the atlas and the bench show it with (besides token-wise)
+    how = ""  # what it does to those drafts, after the drafter's summary in the atlas
+
+    def refuses(self, drafter, settings) -> str | None:
+        """Why this rule cannot check what the drafter class sends under these settings (None: it can)."""
+        if drafter.tree and not self.trees:
+            return f"{self.name} verification checks chains only; the {drafter.name} drafter sends trees"
+        return None
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
         raise NotImplementedError

@@ -67,6 +67,9 @@ def expected_accepted(draft: Draft, p_rows: torch.Tensor) -> dict[str, float]:
 class Block(Verifier):
     name = "block"
     trees = False
+    paper = "Block verification (Sun et al., 2024)"
+    showcase = ("trigram",)
+    how = "verified as a block"
     summary = (
         "block verification: decide the whole chain jointly from the residual masses (lossless, never fewer on average)"
     )

@@ -8,6 +8,7 @@ come out too often. On chains and deterministic trees it is the lossless rule (n
 mismatch).
 """
 
+from specviz.drafters import drafter_names
 from specviz.drafters.base import Draft
 from specviz.verifiers.tokenwise import TokenWise
 
@@ -16,6 +17,13 @@ class Mismatch(TokenWise):
     name = "replacement-mismatch"
     lossless = False
     summary = "WRONG on purpose: a without-replacement tree verified as if drawn with replacement (biased)"
+
+    def refuses(self, drafter, settings) -> str | None:
+        if not drafter.sampled_tree or settings.tree_sampling != "without-replacement":
+            sampled = " or ".join(drafter_names(sampled_tree=True)) or "none yet"
+            return (f"{self.name} verification needs a tree sampled without replacement (drafter {sampled}, "
+                    "tree sampling without-replacement)")  # fmt: skip
+        return None
 
     def sampling(self, draft: Draft) -> str | None:
         return "with-replacement" if draft.sampling == "without-replacement" else draft.sampling

@@ -14,7 +14,10 @@ class NASDSeed(Verifier):
     name = "nasd-seed"
     lossless = False
     trees = False
-    summary = "seed 004's greedy matching: sample s ~ p, accept while s = x, correct from p afresh (biased)"
+    summary = "NASD's own greedy matching: sample s ~ p, accept while s = x, correct from p afresh (biased)"
+    paper = "N-gram Assisted Speculative Decoding (NASD): its verification rule"
+    showcase = ("nasd",)
+    how = "checked by NASD's own greedy-matching rule"
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
         if not draft.is_chain:

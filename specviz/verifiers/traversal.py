@@ -157,6 +157,9 @@ def expected_both(draft: Draft, p_rows: torch.Tensor) -> dict[str, float]:
 class Traversal(Verifier):
     name = "traversal"
     summary = "traversal verification: leaves first, whole paths by their sequence ratio (lossless, any tree)"
+    paper = "Traversal verification (Weng et al., 2025)"
+    showcase = ("eagle3-tree", "neural-tree")
+    how = "verified leaves first, whole paths at a time"
     token_residual = False  # the wrong variant's switch
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
@@ -218,3 +221,4 @@ class TraversalTokenResidual(Traversal):
     lossless = False
     token_residual = True
     summary = "WRONG on purpose: traversal with the token-level residual after a sequence rejection (lossy, biased)"
+    showcase = ()

@@ -39,6 +39,9 @@ class Typical(Verifier):
     name = "typical"
     lossless = False
     summary = "Medusa's typical acceptance: keep x if p(x) > min(0.09, 0.3 exp(-H(p))); faster, NOT exact"
+    paper = "Medusa (Cai et al., 2024): typical acceptance"
+    showcase = ("medusa",)
+    how = "accepted by typical acceptance (p above an entropy-scaled floor)"
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:
         kids = children_of(draft.parents)

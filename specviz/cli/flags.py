@@ -1,0 +1,113 @@
+"""The flags of one speculative run, generated from the settings' declarations (Settings' knobs),
+and the checks that turn them into a run before any weights load."""
+
+import argparse
+import sys
+
+from tqdm import tqdm
+
+from models.checkpoint import checkpoint_header, load_checkpoint
+from models.tokenizer import UnknownCharactersError
+from specviz.adaptive.costs import REFERENCE, CostCurve, measure
+from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.cli.errors import CLIError, checked
+from specviz.core.markup import cut
+from specviz.core.settings import KNOBS, Knob, Settings
+from specviz.drafters import drafter_class
+
+DEFAULT_PROMPT = "ROMEO:\nBut soft, what light"
+
+
+def k_arg(text: str) -> int | str:
+    if text == "auto":
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"K must be a whole number or auto, got {cut(text)}") from None
+
+
+def flag_help(name: str, k: Knob) -> str:
+    """A knob's help on the command line: its method, its sentence, its range or choices."""
+    text = (f"{', '.join(k.method)}: " if k.method else "") + k.help
+    if k.choices is not None:
+        return f"{text} One of: {', '.join(k.choices())}."
+    if k.lo is not None:
+        text += f" ({k.lo}..{k.hi}{', or 0' if k.zero else ''})"
+    if k.auto:
+        text += f"; or auto: adaptive, at most {AUTO_K_MAX}"
+    return text
+
+
+def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: bool = True) -> None:
+    """The settings of one run, one flag per knob (defaults from Settings); ``samples``: the exactness
+    lab's runs, whose length is K + 1."""
+    default = Settings()
+    p.add_argument("--prompt", default=DEFAULT_PROMPT, help="text to continue")
+    for name, k in KNOBS.items():
+        if k.flag == "-" or (samples and name == "max_new_tokens"):
+            continue  # set through another flag (k_auto: --k auto), or by the command
+        flag, value = k.flag or f"--{name.replace('_', '-')}", getattr(default, name)
+        if isinstance(value, bool):  # a switch: its flag turns it off when it is on by default
+            p.add_argument(flag, dest=name, action="store_false" if value else "store_true", help=flag_help(name, k))
+        else:
+            kind = k_arg if k.auto else type(value)
+            p.add_argument(flag, dest=name, type=kind, default=value, help=flag_help(name, k))
+    p.add_argument("--model", default="target", help="target checkpoint: target or tiny (or a path)")
+    if json_flag:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+
+
+def run_settings(args, max_new_tokens: int) -> Settings:
+    """The Settings the flags describe ("auto" sets its knob's switch), checked."""
+    values = {name: getattr(args, name) for name in KNOBS if hasattr(args, name)}
+    for name, k in KNOBS.items():
+        if k.auto and values.get(name) == "auto":
+            values |= {name: AUTO_K_MAX, k.auto: True}
+    settings = Settings(**{**values, "max_new_tokens": max_new_tokens})
+    checked(settings.check)
+    return settings
+
+
+def prepare(args, max_new_tokens: int):
+    """Checkpoints, prompt ids and settings from the flags; user errors become CLIError. The drafter
+    checks its settings against the target's header, and its artifacts, before a run starts."""
+    settings = run_settings(args, max_new_tokens)
+    if not args.prompt:
+        raise CLIError("the prompt is empty")
+    config, tokenizer, _ = checkpoint_header(args.model)  # the header only: no weights yet
+    try:
+        prompt = tokenizer.encode(args.prompt)
+    except UnknownCharactersError as e:
+        raise CLIError(f"the prompt has {e}") from None
+    drafter = drafter_class(settings.drafter)
+    checked(drafter.check, settings, config)
+    neural = "draft_model" in drafter.needs
+    if neural:
+        tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
+        if tiny_tokenizer.chars != tokenizer.chars:
+            raise CLIError(f"the {settings.drafter} drafter (tiny) has another vocabulary than {cut(args.model)}: "
+                           "it cannot draft for it")  # fmt: skip
+    target = load_checkpoint(args.model)
+    drafter.load(settings, target)  # its artifacts (a head, a table), checked against this target
+    draft_model = load_checkpoint("tiny").model if neural else None
+    return target, prompt, settings, draft_model
+
+
+COSTS_HELP = ("what adaptive K takes a verify pass to cost: measured on this machine first (~3 s), or the "
+              "reference machine's figures (specviz/adaptive/costs.py)")  # fmt: skip
+
+
+def cost_curve(choice: str, target, needed: bool) -> CostCurve:
+    """The verify-cost curve for ``--costs``: measured here (with a bar) only when a run will use it."""
+    if not needed or choice == "reference":
+        return REFERENCE
+    with tqdm(desc="measuring verify costs", unit="repeat", disable=None, leave=False, file=sys.stderr) as bar:
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        return measure(target.model, progress=progress)
+
+

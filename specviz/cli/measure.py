@@ -1,0 +1,83 @@
+"""The measuring commands: bench and bench-chart."""
+
+import sys
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from models.checkpoint import atomic_write, checkpoint_header, load_checkpoint
+from specviz.cli.errors import CLIError, checked
+from specviz.cli.flags import cost_curve
+from specviz.core.outputs import writable_file
+from specviz.core.settings import Settings
+from specviz.teaching.presets import PRESETS, preset
+
+
+def cmd_bench(args) -> None:
+    from specviz.bench import runner as bench
+
+    quick = bench.QUICK if args.quick else bench.FULL
+    prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
+    max_new_tokens = quick["max_new_tokens"] if args.max_new_tokens is None else args.max_new_tokens
+    repeats = quick["repeats"] if args.repeats is None else args.repeats
+    if not 1 <= repeats <= 100:
+        raise CLIError(f"--repeats must be between 1 and 100, got {repeats}")
+    if args.threads is not None and not 1 <= args.threads <= 256:
+        raise CLIError(f"--threads must be between 1 and 256, got {args.threads}")
+    checked(Settings(k=args.k, max_new_tokens=max_new_tokens, seed=args.seed).check)
+    if args.out is not None:
+        checked(writable_file, args.out)
+    for name in ("target", "tiny"):
+        checkpoint_header(name)
+    hf = not args.no_transformers and bench.transformers_available()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    costs = cost_curve(args.costs, target, not args.no_auto)  # with the threads the bench runs on
+    with tqdm(desc="benchmark", unit="run", disable=None, file=sys.stderr) as bar:
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
+                               seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
+                               block=not args.no_block, traversal=not args.no_traversal, lossy=not args.no_lossy,
+                               costs=costs)  # fmt: skip
+    text = bench.rows_to_jsonl(rows)
+    if args.out:
+        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
+    if args.json:
+        sys.stdout.write(text)
+        return
+    print(bench.format_table(rows), end="")
+    print(bench.NOTES if hf else bench.NOTES_NO_HF)
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_bench_chart(args) -> None:
+    from specviz.bench.chart import bench_chart
+    from specviz.bench.runner import rows_from_jsonl
+
+    png = checked(writable_file, args.png)
+    try:
+        text = Path(args.rows).read_text(encoding="utf-8")
+    except OSError as e:
+        raise CLIError(f"cannot read {args.rows}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise CLIError(f"{args.rows} is not UTF-8 text") from None
+    try:
+        rows = rows_from_jsonl(text)
+    except ValueError as e:
+        raise CLIError(f"{args.rows}: {e}") from None
+    try:
+        bench_chart(rows, png, args.title)
+    except ValueError as e:
+        raise CLIError(f"{args.rows}: {e}") from None
+    except ImportError:
+        raise CLIError("bench-chart needs matplotlib: pip install -r requirements-dev.txt") from None
+    print(f"wrote {args.png}")
+
+

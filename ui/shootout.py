@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from specviz.bench.runner import rows_from_jsonl
+from specviz.bench.rows import rows_from_jsonl
 from specviz.bench.shootout import SWEEP_KS, run_shootout
 from specviz.charts import shootout as charts
 from specviz.core.markup import md

@@ -19,7 +19,8 @@ show: each drafter's acceptance by position and its tokens per round against the
 from dataclasses import dataclass, field
 
 from models.checkpoint import Checkpoint
-from specviz.bench.runner import bench_settings, expected_totals, run_bench
+from specviz.bench.runner import run_bench
+from specviz.bench.timing import bench_settings, expected_totals
 from specviz.core.engine import Generation, Settings
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 from specviz.teaching.presets import Preset
@@ -30,7 +31,7 @@ SWEEP_KS = (1, 2, 4, 8)
 
 @dataclass
 class Shootout:
-    rows: list[dict]  # bench rows (specviz.bench.runner.BenchRow fields), one per (drafter, K)
+    rows: list[dict]  # bench rows (specviz.bench.rows.BenchRow fields), one per (drafter, K)
     by_position: dict[str, list[dict]]  # drafter -> acceptance by draft position, at the chosen K
     k: int  # the chosen K (the sidebar's)
     rules: list[dict]  # per chain drafter at K: tau token-wise and block, measured and on the same drafts

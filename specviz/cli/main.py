@@ -306,6 +306,9 @@ def cmd_model_card(args) -> None:
 
 def cmd_bench(args) -> None:
     from specviz.bench import runner as bench
+    from specviz.bench.peer import transformers_available
+    from specviz.bench.report import NOTES, NOTES_NO_HF, format_table
+    from specviz.bench.rows import rows_to_jsonl
 
     quick = bench.QUICK if args.quick else bench.FULL
     prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
@@ -320,7 +323,7 @@ def cmd_bench(args) -> None:
         checked(writable_file, args.out)
     for name in ("target", "tiny"):
         checkpoint_header(name)
-    hf = not args.no_transformers and bench.transformers_available()
+    hf = not args.no_transformers and transformers_available()
     if args.threads:
         torch.set_num_threads(args.threads)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
@@ -335,21 +338,21 @@ def cmd_bench(args) -> None:
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
                                block=not args.no_block, traversal=not args.no_traversal, lossy=not args.no_lossy,
                                costs=costs)  # fmt: skip
-    text = bench.rows_to_jsonl(rows)
+    text = rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
     if args.json:
         sys.stdout.write(text)
         return
-    print(bench.format_table(rows), end="")
-    print(bench.NOTES if hf else bench.NOTES_NO_HF)
+    print(format_table(rows), end="")
+    print(NOTES if hf else NOTES_NO_HF)
     if args.out:
         print(f"wrote {args.out}")
 
 
 def cmd_bench_chart(args) -> None:
     from specviz.bench.chart import bench_chart
-    from specviz.bench.runner import rows_from_jsonl
+    from specviz.bench.rows import rows_from_jsonl
 
     png = checked(writable_file, args.png)
     try:

@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from specviz.bench.runner import format_table, rows_from_jsonl  # noqa: E402
+from specviz.bench.report import format_table  # noqa: E402
+from specviz.bench.rows import rows_from_jsonl  # noqa: E402
 
 HEADING = "## Benchmark results"
 CHAINS = ("bigram", "trigram", "nasd", "prompt-lookup", "neural", "distilled", "layer-skip", "eagle1", "eagle3")

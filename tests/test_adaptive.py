@@ -10,19 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from specviz.adaptive.costs import REFERENCE, CostCurve, interpolate
-from specviz.adaptive.policy import (
-    MIN_GAIN,
-    SHADOW_BUDGET,
-    SHADOW_SCORE,
-    AdaptiveK,
-    Choice,
-    Stopper,
-    best_k,
-    expected_tokens,
-    rates,
-    round_cost,
-    round_costs,
-)
+from specviz.adaptive.policy import SHADOW_BUDGET, SHADOW_SCORE, AdaptiveK
+from specviz.adaptive.rates import MIN_GAIN, best_k, rates, round_cost, round_costs
+from specviz.adaptive.stopper import Stopper
+from specviz.core.choice import Choice, expected_tokens
 from specviz.core.engine import IDLE_FOR_GOOD, Generation
 from specviz.core.settings import Settings
 from specviz.drafters import drafter_names

@@ -12,20 +12,12 @@ from pathlib import Path
 import pytest
 
 from specviz.adaptive.policy import AUTO_K_MAX
-from specviz.bench import runner as bench_module
+from specviz.bench import peer, timing
 from specviz.bench.chart import bench_chart
-from specviz.bench.runner import (
-    LOSSY,
-    VERDICT_P,
-    BenchRow,
-    _Run,
-    format_table,
-    rows_from_jsonl,
-    rows_to_jsonl,
-    run_bench,
-    sign_test,
-    verdict,
-)
+from specviz.bench.report import VERDICT_P, format_table, sign_test, verdict
+from specviz.bench.rows import BenchRow, rows_from_jsonl, rows_to_jsonl
+from specviz.bench.runner import lossy_methods, run_bench
+from specviz.bench.timing import Run
 from specviz.cli.main import main
 from specviz.drafters import drafter_names
 from specviz.teaching.presets import PRESETS
@@ -33,6 +25,7 @@ from specviz.verifiers import VERIFIERS
 
 DRAFTERS = drafter_names()
 TREE_DRAFTERS = drafter_names(tree=True)
+LOSSY = lossy_methods()
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick
@@ -90,7 +83,7 @@ def test_sign_test_and_verdict():
     assert sign_test(8, 2) == pytest.approx(2 * (45 + 10 + 1) / 1024)
 
     def runs(seconds):  # 3 repeats x 11 prompts
-        return [[_Run([], s, 1) for s in seconds[i * 11 : (i + 1) * 11]] for i in range(3)]
+        return [[Run([], s, 1) for s in seconds[i * 11 : (i + 1) * 11]] for i in range(3)]
 
     base = runs([1.0] * 33)
     assert verdict(base, runs([0.9] * 33))[0] == "faster"
@@ -130,8 +123,9 @@ def test_table_and_chart(bench, tmp_path):
 
 
 def test_against_transformers_same_algorithm(target, monkeypatch):
-    frozen, runs, quiet = [], [], bench_module._quiet_heap
-    monkeypatch.setattr(bench_module, "_quiet_heap", lambda: quiet() or frozen.append(gc.get_freeze_count()))
+    frozen, runs, quiet = [], [], timing.quiet_heap
+    for module in (timing, peer):  # where our runs and transformers' look it up
+        monkeypatch.setattr(module, "quiet_heap", lambda: quiet() or frozen.append(gc.get_freeze_count()))
     rows = run_bench(target, None, PRESETS[1:3], drafters=["prompt-lookup"], temperatures=[0.0], max_new_tokens=24,
                      repeats=3, transformers=True, progress=lambda done, total: runs.append(done))  # fmt: skip
     assert len(frozen) == len(runs) and min(frozen) > 0  # the heap was frozen before every timed run, theirs too

@@ -103,7 +103,9 @@ def test_cli_fuzz(workdir, monkeypatch, capsys, args):
         specviz.cli.flags, "measure", lambda m, **k: CURVES.get(id(m)) or CURVES.setdefault(id(m), measure(m, **k))
     )
     monkeypatch.setattr(specviz.bench.runner, "run_bench", lambda *a, **k: bench_rows)
-    monkeypatch.setattr(specviz.training.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0})
+    monkeypatch.setattr(
+        specviz.training.distill, "build", lambda *a: {"contexts": 1, "train_chars": 1, "build_seconds": 0.0}
+    )
     # at most 3 runs of one enumerated token: without --samples the CLI's default is 2,000 runs
     monkeypatch.setattr(specviz.cli.run, "run_exactness",
                         lambda t, p, s, n, *a, **k: run_exactness(t, p, s, min(n, 3), *a, **{**k, "n_tokens": 1}))  # fmt: skip

@@ -229,6 +229,7 @@ def test_wrong_variant_is_listed_as_lossy():
 
 def test_traversal_runs_on_every_tree_drafter_settings():
     from specviz.drafters import drafter_names
+
     TREE_DRAFTERS = drafter_names(tree=True)
 
     for d in TREE_DRAFTERS:

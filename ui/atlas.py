@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from specviz.bench.layer_sweep import acceptance_by_layers
-from specviz.bench.runner import rows_from_jsonl
+from specviz.bench.rows import rows_from_jsonl
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
 from specviz.core.markup import md

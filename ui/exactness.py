@@ -14,17 +14,15 @@ import streamlit as st
 
 from specviz.charts import exactness as charts
 from specviz.core.markup import md
-from specviz.core.settings import Settings
 from specviz.drafters import drafter_class
-from specviz.verifiers import VERIFIERS
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
 from specviz.teaching.presets import preset
+from specviz.verifiers import LOSSLESS, VERIFIERS
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec
 from ui.round_view import chart
 
 KEEP = 8  # results kept per browser session
-LOSSLESS = Settings().verification  # the default rule, token-wise: lossless
 BIASED = next(v for v in VERIFIERS.values() if not v.lossless and v.showcase)  # the first lossy rule the atlas shows
 _DEMO_DRAFTER = drafter_class(BIASED.showcase[0])
 DEMO = {"ctl_drafter": _DEMO_DRAFTER.name, "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": _DEMO_DRAFTER.preset}

@@ -89,7 +89,9 @@ def render() -> None:
         else:
             try:
                 ids = target.tokenizer.encode(prompt)
-                settings = Settings(drafter=BASELINE, temperature=temperature, max_new_tokens=int(length), seed=int(seed))
+                settings = Settings(
+                    drafter=BASELINE, temperature=temperature, max_new_tokens=int(length), seed=int(seed)
+                )
                 st.session_state.home_sample = prompt + Generation(target, ids, settings).run().text
             except UnknownCharactersError as e:
                 st.error(f"The prompt has {md(e)}.")

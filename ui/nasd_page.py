@@ -13,7 +13,9 @@ from ui.navigator import navigator
 def render() -> None:
     page_setup()
     st.title("NASD storage")
-    question("How does a drafter that learns from the text as it goes get better, and where is its own verification rule wrong?")
+    question(
+        "How does a drafter that learns from the text as it goes get better, and where is its own verification rule wrong?"
+    )
     st.caption("N-gram assisted speculative decoding drafts from a table, not a model: (last n−1 characters) → counts of "
                "the next character. It starts from the prompt's n-grams and learns from every round.")  # fmt: skip
     if (session := active_session()) is not None and drafter_gate(session, {NASDDrafter.name: NASDDrafter.preset},

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from specviz.bench.runner import rows_from_jsonl
+from specviz.bench.rows import rows_from_jsonl
 from specviz.bench.shootout import SWEEP_KS, run_shootout
 from specviz.charts import shootout as charts
 from specviz.core.markup import md
@@ -44,14 +44,14 @@ def show(result) -> None:
     chart(charts.position_lines(result.by_position), "so_positions")
     chart(charts.model_vs_measured(at_k), "so_model")
     if result.rules:
-        st.subheader("Token-wise or block verification, chain drafters")
-        st.dataframe(charts.rules_frame(result.rules), hide_index=True)
-        chart(charts.rules_bars(result.rules, result.k), "so_rules")
+        st.subheader(f"Token-wise or {result.chain_rule} verification, chain drafters")
+        st.dataframe(charts.rules_frame(result.rules, result.chain_rule), hide_index=True)
+        chart(charts.rules_bars(result.rules, result.k, result.chain_rule), "so_rules")
         st.caption(charts.RULES_EXPLAIN)
     if getattr(result, "tree_rules", None):  # a result kept from before traversal rows had none
-        st.subheader("Token-wise or traversal verification, tree drafters")
-        st.dataframe(charts.rules_frame(result.tree_rules, "traversal"), hide_index=True)
-        chart(charts.rules_bars(result.tree_rules, result.k, "traversal"), "so_tree_rules")
+        st.subheader(f"Token-wise or {result.tree_rule} verification, tree drafters")
+        st.dataframe(charts.rules_frame(result.tree_rules, result.tree_rule), hide_index=True)
+        chart(charts.rules_bars(result.tree_rules, result.k, result.tree_rule), "so_tree_rules")
         st.caption(charts.TREE_RULES_EXPLAIN)
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip

@@ -1,28 +1,11 @@
 """Adaptive K (``--k auto``): before each round, choose the draft depth that maximises expected
-tokens per unit of time, from past rounds only.
+tokens per unit of time, from past rounds only. What a round of depth K is worth, and the best K:
+specviz/adaptive/rates.py; a drafter stopped token by token: specviz/adaptive/stopper.py.
 
-Expected tokens. Model each depth level of a draft as accepted with probability alpha, one level
-after another (Leviathan et al.'s i.i.d. model): a round of depth K emits
-
-    E(K) = 1 + alpha + ... + alpha^K = (1 - alpha^(K+1)) / (1 - alpha)
-
-tokens (the accepted levels plus the correction or bonus). alpha is estimated from past rounds:
-each level the target checked is a trial, a success if a drafted token there was accepted (a
-chain's first rejection ends its trials; a tree level is a success if any child was). Successes
-and trials decay by ``DECAY`` per round, so the estimate follows the text, and a Beta prior keeps
-the first rounds sensible.
-
-Cost, in target forward passes: drafting K levels costs K * l + K * n * c (l per level, for a drafter
-that runs something once a level whatever its width, Medusa's heads; n drafted tokens per level,
-measured from past rounds, and until a draft is seen the drafter's Drafter.nodes_per_level; K * n at
-most a budgeted tree's budget, Drafter.max_nodes; c the drafter's cost per token), and verifying
-N = 1 + K * n + e tokens costs v(N), what one round whose target pass covers N tokens costs on this
-machine (specviz/adaptive/costs.py), a little more when the pass needs a mask built (a tree, or extras) (e: the
-tokens a drafter adds to every drafting round's pass besides its draft, Drafter.verify_extra:
-lookahead's window). K = 0 is plain
-decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
-time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
-walk over more positions).
+The acceptance alpha is estimated from past rounds: each level the target checked is a trial, a
+success if a drafted token there was accepted (a chain's first rejection ends its trials; a tree
+level is a success if any child was). Successes and trials decay by ``DECAY`` per round, so the
+estimate follows the text, and a Beta prior keeps the first rounds sensible.
 
 A K = 0 round still learns, almost for free: the target's pass gives p for the next token anyway, so
 a cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
@@ -69,16 +52,16 @@ so an alpha per level would not change that (2026-11-24).
 
 The choice depends only on past rounds, on constants and on the cost curve the run was given (measured
 once, before it), never on the clock: a run is the same for the same seed and curve, and exactness
-holds because K is fixed before the round's draft is made. The one exception, ``Stopper``, for a drafter
-that knows each token's chance of acceptance before drawing it, decides on each token before it is drawn,
-from past rounds and the tokens drawn so far: the draft's length is then a stopping time, which keeps it exact.
+holds because K is fixed before the round's draft is made.
 """
 
 import math
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
+from specviz.adaptive.rates import MIN_GAIN, best_k, rates, round_costs
+from specviz.adaptive.stopper import Stopper
+from specviz.core.choice import Choice
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -93,164 +76,6 @@ SHADOW_BUDGET = 0.01
 # over the idle rounds of 11 presets at T = 0.8 (1 thread, 2026-11-24): a shadow round's median is
 # +45 us over an idle round's ~1210 us for the trie (draft call ~24 us), +36 us for prompt lookup (~16 us).
 SHADOW_SCORE = 0.03
-# Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
-# leaves out. It was 1.15 while v(N) was a line that overstated small passes; with v as measured, auto
-# rows paired with the baseline (11 presets, 256 tokens, 1 thread, 2026-11-24) went, from 1.15 to 1.10:
-# Medusa 0.98x -> 1.02x, NASD 1.00x -> 1.02x, suffix decoding 1.00x -> 1.02x at T = 0.8, prompt lookup
-# 1.47x -> 1.56x at T = 0 (1.25: worse but for the trigram at T = 0.8, Medusa at T = 0 1.20x -> 1.00x);
-# and at 1.03 / 1.06 / 1.10: Medusa 1.05x / 1.04x / 1.00x, the trie 1.00x / 0.98x / 0.99x at T = 0.8,
-# the rest within noise.
-MIN_GAIN = 1.05
-
-
-def expected_tokens(alpha: float, k: int) -> float:
-    return float(k + 1) if alpha >= 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
-
-
-@dataclass
-class Choice:
-    """Why a round drafted K levels: the model's inputs and its tokens per cost for K = 0, 1, ..."""
-
-    k: int
-    alpha: float
-    per_level: float  # drafted tokens per depth level (1 for chains)
-    draft_cost: float  # c, per drafted token, in target forwards
-    k_max: int  # the largest K it could choose this round
-    extra: int = 0  # e, tokens every drafting round adds to the verify pass (Drafter.verify_extra)
-    costs: tuple[float, ...] = ()  # round_cost for K = 0 .. k_max, on the run's cost curve
-    level_cost: float = 0.0  # l, per depth level drafted (Drafter.level_cost)
-    # A drafter that weighs each token before drawing it (Stopper): the chance of acceptance it gave each
-    # position it looked at, the last one the first it did not draw (when it stopped before k_max).
-    estimates: tuple[float, ...] = ()
-
-    def expected(self, k: int) -> float:
-        """E(K): the i.i.d. model's, or with the drafter's estimates for the positions they cover."""
-        if not self.estimates:
-            return expected_tokens(self.alpha, k)
-        e, prob = 1.0, 1.0
-        for i in range(k):
-            prob *= self.estimates[i] if i < len(self.estimates) else self.alpha
-            e += prob
-        return e
-
-    def candidates(self) -> list[dict]:
-        """Per K weighed: expected tokens, cost and their ratio (for display)."""
-        return [{"k": k, "expected_tokens": self.expected(k), "cost": cost, "tokens_per_cost": self.expected(k) / cost}
-                for k, cost in enumerate(self.costs)]  # fmt: skip
-
-
-def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0, curve: CostCurve = REFERENCE,
-               max_nodes: int = 0, level_cost: float = 0.0) -> float:  # fmt: skip
-    # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
-    # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
-    # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
-    # Drafted tokens: more than k for a tree (a window's pass has a mask too), and never more than a
-    # budgeted tree's budget (max_nodes; 0: none), whatever its width at the depth it was seen at.
-    n = k * per_level if not max_nodes else min(k * per_level, max_nodes)
-    drafting = k * level_cost + n * draft_cost
-    return 1.0 if k == 0 else drafting + curve.v(1 + round(n) + extra, tree=round(n) > k or extra > 0)
-
-
-@lru_cache(maxsize=256)
-def round_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0, curve: CostCurve = REFERENCE,
-                max_nodes: int = 0, level_cost: float = 0.0) -> tuple[float, ...]:  # fmt: skip
-    """round_cost for K = 0 .. k_max. Cached: a chain's are the same every round, and working them out
-    again cost adaptive K ~10 us of each round it re-chose in (after each draft or shadow)."""
-    return tuple(round_cost(k, per_level, draft_cost, extra, curve, max_nodes, level_cost) for k in range(k_max + 1))
-
-
-@lru_cache(maxsize=256)
-def least_costs(per_level: float, draft_cost: float, k_max: int, extra: int = 0, curve: CostCurve = REFERENCE,
-                max_nodes: int = 0, level_cost: float = 0.0) -> tuple[float, ...]:  # fmt: skip
-    """The least round_cost from each K to k_max: what bounds every deeper K's rate (best_k)."""
-    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
-    return tuple(min(costs[k:]) for k in range(k_max + 1))
-
-
-def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-          curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0) -> list[float]:  # fmt: skip
-    """Expected tokens per unit of cost for K = 0, 1, ..., k_max (K = 0: exactly 1). Every K is
-    weighed: v need not rise smoothly (the reference machine's steps up at 9 rows; another's dips at
-    4), so E(K)/cost(K) can fall and rise again."""
-    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
-    out, e, power = [1.0], 1.0, 1.0
-    for k in range(1, k_max + 1):
-        power *= alpha
-        e += power
-        out.append(e / costs[k])
-    return out
-
-
-def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-           curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0) -> int:  # fmt: skip
-    """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of MIN_GAIN. It runs every
-    round that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays
-    below 1 / (1 - alpha), and no K from here on costs less than least_costs says."""
-    costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
-    least = least_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
-    bound = math.inf if alpha >= 1.0 else 1.0 / (1.0 - alpha)
-    best, best_rate, e, power = 0, 1.0, 1.0, 1.0
-    for k in range(1, k_max + 1):
-        if bound / least[k] <= best_rate:
-            break
-        power *= alpha
-        e += power
-        if e / costs[k] > best_rate:
-            best, best_rate = k, e / costs[k]
-    return best if best_rate >= MIN_GAIN else 0
-
-
-class Stopper:
-    """Adaptive K for a chain drafter that can say, before it draws each token, how likely that token is to
-    be accepted (``Drafter.estimates``: the distilled table's agreement at T = 0). Rather than fix K
-    before the round from alpha alone, the drafter asks before each token (``__call__``), and the round
-    drafts it only while some deeper K still promises more tokens per unit of time than stopping here:
-    E(K) from the estimates so far, the next token's, and alpha for the levels not yet seen; at the first
-    token, MIN_GAIN times plain decoding's rate. A confident run of characters is drafted deep, and a
-    draft stops just before a character the table is unsure of, where a K fixed in advance would either
-    stop early everywhere or pay for doomed tokens.
-
-    Exactness: each decision uses only the tokens already drawn (the next token's estimate is a function
-    of the context it will be drawn from), so the draft length is a stopping time, as the accept/reject
-    rule requires; at T = 0 any draft leaves the output the greedy text.
-
-    Measured offline on the target's greedy text of the 11 presets, with round costs measured in rounds
-    on this EPYC (2026-11-25): tokens per unit of cost 2.42 at the best fixed K (4), 2.41 at K = 8, and
-    2.75 stopping by the table's agreement as it is (2.83 and 2.69 on either half of the presets; 2.69
-    and 2.67 when each half's agreement was first recalibrated on the other half: it needs none).
-    """
-
-    def __init__(self, choice: Choice):
-        """``choice``: the round's Choice as alpha alone would make it (its alpha, costs and k_max)."""
-        self.start = choice
-        self.drafted = 0
-        self.e, self.prob, self.rate = 1.0, 1.0, 1.0  # E, P(every token drafted so far accepted), E / cost
-        self.estimates: list[float] = []
-
-    def __call__(self, a: float) -> bool:
-        """Whether to draw the next token, accepted with probability ``a`` if every token before it is."""
-        j, alpha, costs = self.drafted, self.start.alpha, self.start.costs
-        if j >= self.start.k_max:
-            return False
-        self.estimates.append(a)
-        need = MIN_GAIN if j == 0 else self.rate
-        prob = self.prob * a
-        e = self.e + prob
-        for k in range(j + 1, self.start.k_max + 1):  # usually the first K beats it: a confident next token
-            if k > j + 1:
-                prob *= alpha
-                e += prob
-            if e / costs[k] > need:
-                self.prob *= a
-                self.e += self.prob
-                self.drafted = j + 1
-                self.rate = self.e / costs[j + 1]
-                return True
-        return False
-
-    def result(self) -> Choice:
-        """The round's choice: K = the tokens drawn, with the estimates behind it."""
-        return replace(self.start, k=self.drafted, estimates=tuple(self.estimates))
 
 
 class AdaptiveK:

@@ -6,6 +6,8 @@ against transformers on the same weights. Needs matplotlib (a development depend
 from pathlib import Path
 
 from models.checkpoint import atomic_write
+from specviz.drafters import BASELINE
+from specviz.verifiers import LOSSLESS
 
 
 def plain(text) -> str:
@@ -15,8 +17,8 @@ def plain(text) -> str:
 
 def name(row: dict) -> str:
     """A row's bar label: the drafter, and the verification rule when it is not the lossless one."""
-    rule = row.get("verification", "lossless")
-    return row["drafter"] if rule == "lossless" else f"{row['drafter']}\n({rule})"
+    rule = row.get("verification", LOSSLESS)
+    return row["drafter"] if rule == LOSSLESS else f"{row['drafter']}\n({rule})"
 
 
 def bench_chart(rows: list[dict], path, title: str = "") -> Path:
@@ -58,7 +60,7 @@ def bench_chart(rows: list[dict], path, title: str = "") -> Path:
     ax.legend(fontsize=7, loc="upper left")
     if versus:
         ax = axes[0][1]
-        labels = [plain(f"{r['impl']}\n{r['drafter'] if r['drafter'] != 'none' else 'greedy'}") for r in versus]
+        labels = [plain(f"{r['impl']}\n{r['drafter'] if r['drafter'] != BASELINE else 'greedy'}") for r in versus]
         bars = ax.bar(range(len(versus)), [r["tokens_per_s"] for r in versus],
                       color=["tab:blue" if r["impl"] == "specviz" else "tab:gray" for r in versus])  # fmt: skip
         ax.bar_label(bars, fmt="%.0f", fontsize=8, padding=2)

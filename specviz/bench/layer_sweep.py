@@ -5,6 +5,7 @@ table says how much better, on the run's prompt, temperature and seed."""
 from models.checkpoint import Checkpoint
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
+from specviz.drafters.layer_skip import LayerSkipDrafter
 
 
 def acceptance_by_layers(target: Checkpoint, prompt: list[int], temperature: float, k: int = 4,
@@ -12,7 +13,7 @@ def acceptance_by_layers(target: Checkpoint, prompt: list[int], temperature: flo
     """One generation per n: [{"layers", "acceptance", "tokens_per_forward", "accepted", "tried"}], n ascending."""
     rows = []
     for n in range(1, target.config.n_layer):
-        settings = Settings(drafter="layer-skip", layer_skip_layers=n, k=k, temperature=temperature,
+        settings = Settings(drafter=LayerSkipDrafter.name, layer_skip_layers=n, k=k, temperature=temperature,
                             max_new_tokens=max_new_tokens, seed=seed)  # fmt: skip
         s = Generation(target, prompt, settings).run().summary()
         rows.append({"layers": n, "acceptance": s["acceptance_rate"], "tokens_per_forward": s["mean_accepted"],

@@ -19,23 +19,27 @@ show: each drafter's acceptance by position and its tokens per round against the
 from dataclasses import dataclass, field
 
 from models.checkpoint import Checkpoint
-from specviz.bench.runner import bench_settings, expected_totals, run_bench
+from specviz.bench.runner import run_bench
+from specviz.bench.timing import bench_settings, expected_totals
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.drafters import DRAFTERS, TREE_DRAFTERS
+from specviz.drafters import BASELINE, drafter_names
 from specviz.teaching.presets import Preset
 from specviz.teaching.stats import acceptance_by_position, expected_tokens_per_round
+from specviz.verifiers import LOSSLESS, alternatives
 
 SWEEP_KS = (1, 2, 4, 8)
 
 
 @dataclass
 class Shootout:
-    rows: list[dict]  # bench rows (specviz.bench.runner.BenchRow fields), one per (drafter, K)
+    rows: list[dict]  # bench rows (specviz.bench.rows.BenchRow fields), one per (drafter, K)
     by_position: dict[str, list[dict]]  # drafter -> acceptance by draft position, at the chosen K
     k: int  # the chosen K (the sidebar's)
     rules: list[dict]  # per chain drafter at K: tau token-wise and block, measured and on the same drafts
     tree_rules: list[dict] = field(default_factory=list)  # per tree drafter at K: token-wise and traversal
+    chain_rule: str = ""  # the lossless alternative the chains were also verified with (block)
+    tree_rule: str = ""  # and the trees' (traversal)
 
 
 def tau(trace) -> float:
@@ -43,18 +47,18 @@ def tau(trace) -> float:
     return len(trace.tokens) / len(trace.rounds)
 
 
-def rules_row(drafter: str, lossless, other, rule: str = "block") -> dict:
+def rules_row(drafter: str, lossless, other, rule: str) -> dict:
     """tau of a token-wise and of a ``rule``-verified trace of ``drafter``, and both rules on the
     ``rule`` run's drafts."""
     same = expected_totals(other.rounds)
     n = len(other.rounds)
-    return {"drafter": drafter, "tau_lossless": tau(lossless), f"tau_{rule}": tau(other),
-            "tau_same_lossless": 1 + same["lossless"] / n, f"tau_same_{rule}": 1 + same[rule] / n}  # fmt: skip
+    return {"drafter": drafter, f"tau_{LOSSLESS}": tau(lossless), f"tau_{rule}": tau(other),
+            f"tau_same_{LOSSLESS}": 1 + same[LOSSLESS] / n, f"tau_same_{rule}": 1 + same[rule] / n}  # fmt: skip
 
 
 def modelled_speedup(row: dict) -> float | None:
     """The speedup the standard model predicts from a row's own acceptance rate and costs."""
-    if row["drafter"] == "none" or row["acceptance_rate"] is None or row["verify_cost"] is None:
+    if row["drafter"] == BASELINE or row["acceptance_rate"] is None or row["verify_cost"] is None:
         return None
     per_round = expected_tokens_per_round(row["acceptance_rate"], row["k"])
     return per_round / (row["k"] * row["draft_cost"] + row["verify_cost"])
@@ -65,21 +69,25 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
     """``progress(done, total)`` after every generation, over the whole sweep."""
     ks = sorted({*ks, settings.k})
     preset = Preset("shoot-out prompt", "free", prompt, "")
-    per_k = (len(DRAFTERS) + 1) * repeats  # every drafter, and the baseline once more (the bench's A/A run)
-    chains = [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
-    # the sweep, then one traced run per drafter but the baseline, then one block-verified run per chain
-    # drafter and one traversal-verified run per tree drafter
-    total = per_k * len(ks) + len(DRAFTERS) - 1 + len(chains) + len(TREE_DRAFTERS)
+    drafters, shape_rule = drafter_names(), {shape: rule for rule, shape in alternatives().items()}
+    drafting = drafter_names(drafts=True)
+    chains, trees = drafter_names(drafts=True, tree=False), drafter_names(tree=True)
+    per_k = (len(drafters) + 1) * repeats  # every drafter, and the baseline once more (the bench's A/A run)
+    # the sweep, then one traced run per drafter but the baseline, then one run per chain drafter under the
+    # chains' alternative rule (block) and one per tree drafter under the trees' (traversal)
+    total = per_k * len(ks) + len(drafting) + len(chains) + len(trees)
     rows, memory = [], None
     for i, k in enumerate(ks):
         tick = (lambda done, _, base=i * per_k: progress(base + done, total)) if progress else None
-        rows += run_bench(target, tiny, [preset], DRAFTERS, [settings.temperature], k, settings.max_new_tokens,
+        rows += run_bench(target, tiny, [preset], drafters, [settings.temperature], k, settings.max_new_tokens,
                           repeats, settings.seed, tick, memory=memory)  # fmt: skip
         memory = {r["drafter"]: r["memory_mb"] for r in rows}  # measured at the first K, the same at every K
     ids = target.tokenizer.encode(prompt)
     by_position, traces, done = {}, {}, per_k * len(ks)
-    runs = [(d, "lossless") for d in DRAFTERS[1:]] + [(d, "block") for d in chains]  # the baseline drafts nothing
-    runs += [(d, "traversal") for d in TREE_DRAFTERS]
+    runs = [(d, LOSSLESS) for d in drafting] + [
+        (d, shape_rule["chains"]) for d in chains
+    ]  # the baseline drafts nothing
+    runs += [(d, shape_rule["trees"]) for d in trees]
     for d, rule in runs:
         same = bench_settings(d, settings.temperature, settings.k, settings.max_new_tokens, settings.seed,
                               verification=rule)  # fmt: skip
@@ -87,7 +95,7 @@ def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Se
         done += 1
         if progress:
             progress(done, total)
-    by_position = {d: acceptance_by_position(traces[d, "lossless"].rounds) for d in DRAFTERS[1:]}
-    rules = [rules_row(d, traces[d, "lossless"], traces[d, "block"]) for d in chains]
-    tree_rules = [rules_row(d, traces[d, "lossless"], traces[d, "traversal"], "traversal") for d in TREE_DRAFTERS]
-    return Shootout(rows, by_position, settings.k, rules, tree_rules)
+    by_position = {d: acceptance_by_position(traces[d, LOSSLESS].rounds) for d in drafting}
+    rules = [rules_row(d, traces[d, LOSSLESS], traces[d, shape_rule["chains"]], shape_rule["chains"]) for d in chains]
+    tree_rules = [rules_row(d, traces[d, LOSSLESS], traces[d, shape_rule["trees"]], shape_rule["trees"]) for d in trees]
+    return Shootout(rows, by_position, settings.k, rules, tree_rules, shape_rule["chains"], shape_rule["trees"])

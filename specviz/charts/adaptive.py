@@ -3,8 +3,9 @@ the chosen K marked, with the expected characters and the cost behind each bar."
 
 import plotly.graph_objects as go
 
-from specviz.adaptive.policy import MIN_GAIN, Choice
+from specviz.adaptive.rates import MIN_GAIN
 from specviz.charts.figure import bar, figure
+from specviz.core.choice import Choice
 
 CHOSEN, OTHER = "#0072B2", "#999999"  # Okabe-Ito blue; grey
 

@@ -26,5 +26,3 @@ def checked(check, *args):
 class OneLineParser(argparse.ArgumentParser):
     def error(self, message):
         raise CLIError(message)
-
-

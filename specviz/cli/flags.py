@@ -109,5 +109,3 @@ def cost_curve(choice: str, target, needed: bool) -> CostCurve:
             bar.update(done - bar.n)
 
         return measure(target.model, progress=progress)
-
-

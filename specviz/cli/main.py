@@ -27,6 +27,7 @@ from specviz.cli.training import (
 )
 from specviz.teaching.exactness import MAX_SAMPLES
 from specviz.training import distill, train_eagle, train_medusa
+from specviz.verifiers import alternatives
 
 
 def build_parser() -> OneLineParser:
@@ -65,9 +66,8 @@ def build_parser() -> OneLineParser:
     b.add_argument(
         "--no-auto", action="store_true", help="skip the adaptive-K rows (each drafter's default configuration)"
     )
-    b.add_argument("--no-block", action="store_true", help="skip the block-verification rows (chain drafters, T > 0)")
-    b.add_argument("--no-traversal", action="store_true",
-                   help="skip the traversal-verification rows (tree drafters, T > 0)")  # fmt: skip
+    for rule, shape in alternatives().items():  # --no-block, --no-traversal: from the registry
+        b.add_argument(f"--no-{rule}", action="store_true", help=f"skip the {rule}-verification rows ({shape}, T > 0)")
     b.add_argument("--no-lossy", action="store_true",
                    help="skip the lossy methods' rows (NASD with seed 004's rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")

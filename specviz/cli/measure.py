@@ -12,10 +12,14 @@ from specviz.cli.flags import cost_curve
 from specviz.core.outputs import writable_file
 from specviz.core.settings import Settings
 from specviz.teaching.presets import PRESETS, preset
+from specviz.verifiers import alternatives
 
 
 def cmd_bench(args) -> None:
     from specviz.bench import runner as bench
+    from specviz.bench.peer import transformers_available
+    from specviz.bench.report import NOTES, NOTES_NO_HF, format_table
+    from specviz.bench.rows import rows_to_jsonl
 
     quick = bench.QUICK if args.quick else bench.FULL
     prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
@@ -30,7 +34,7 @@ def cmd_bench(args) -> None:
         checked(writable_file, args.out)
     for name in ("target", "tiny"):
         checkpoint_header(name)
-    hf = not args.no_transformers and bench.transformers_available()
+    hf = not args.no_transformers and transformers_available()
     if args.threads:
         torch.set_num_threads(args.threads)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
@@ -43,23 +47,23 @@ def cmd_bench(args) -> None:
 
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
-                               block=not args.no_block, traversal=not args.no_traversal, lossy=not args.no_lossy,
+                               rules=tuple(r for r in alternatives() if not getattr(args, f"no_{r}")), lossy=not args.no_lossy,
                                costs=costs)  # fmt: skip
-    text = bench.rows_to_jsonl(rows)
+    text = rows_to_jsonl(rows)
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
     if args.json:
         sys.stdout.write(text)
         return
-    print(bench.format_table(rows), end="")
-    print(bench.NOTES if hf else bench.NOTES_NO_HF)
+    print(format_table(rows), end="")
+    print(NOTES if hf else NOTES_NO_HF)
     if args.out:
         print(f"wrote {args.out}")
 
 
 def cmd_bench_chart(args) -> None:
     from specviz.bench.chart import bench_chart
-    from specviz.bench.runner import rows_from_jsonl
+    from specviz.bench.rows import rows_from_jsonl
 
     png = checked(writable_file, args.png)
     try:
@@ -79,5 +83,3 @@ def cmd_bench_chart(args) -> None:
     except ImportError:
         raise CLIError("bench-chart needs matplotlib: pip install -r requirements-dev.txt") from None
     print(f"wrote {args.png}")
-
-

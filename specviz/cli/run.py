@@ -129,5 +129,3 @@ def cmd_exactness(args) -> None:
           f"chi-square {f.statistic:.1f} on {f.dof} dof, p {f.p_value:.3g}") + f", TV {res.tv_distance:.4f}")  # fmt: skip
     for r in rows:
         print(f"  {r['tokens']!r:8} expected {r['expected']:.4f}  observed {r['observed']:.4f}")
-
-

@@ -90,5 +90,3 @@ def cmd_eagle_depth(args) -> None:
     if args.out:
         atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text + "\n"))
     print(text)
-
-

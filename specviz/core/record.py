@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 import pandas as pd
 import torch
 
-from specviz.adaptive.policy import Choice
+from specviz.core.choice import Choice
 
 TIMING_FIELDS = ("draft_s", "verify_s", "accept_s")
 

@@ -182,7 +182,7 @@ class Drafter:
 
     def estimates(self, temperature: float) -> bool:
         """Whether draft_until can say, before drawing each token, the chance that it is accepted (at this
-        temperature). Adaptive K then stops the draft token by token (specviz/adaptive/policy.py, Stopper)."""
+        temperature). Adaptive K then stops the draft token by token (specviz/adaptive/stopper.py, Stopper)."""
         return False
 
     def draft_until(self, context: list[int], k: int, temperature: float, gen: torch.Generator, go_on) -> Draft:

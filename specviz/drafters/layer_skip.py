@@ -34,10 +34,12 @@ class LayerSkipDrafter(Drafter):
     name = "layer-skip"
     summary = "the target's own first layers, exiting early"
     paper = "LayerSkip (Elhoushi et al., 2024); Draft & Verify (Zhang et al., 2023)"
-    glossary = ("Layer-skip is self-speculation: the target drafts for itself with only its first n layers, exiting "
-     "early through its own final norm and output head, then checks the draft with all its layers. The draft "
-     "layers' keys and values are the target's own, so the draft reuses the target's cache and nothing is "
-     "prefilled twice; more draft layers guess better but cost more.")
+    glossary = (
+        "Layer-skip is self-speculation: the target drafts for itself with only its first n layers, exiting "
+        "early through its own final norm and output head, then checks the draft with all its layers. The draft "
+        "layers' keys and values are the target's own, so the draft reuses the target's cache and nothing is "
+        "prefilled twice; more draft layers guess better but cost more."
+    )
     needs = frozenset({"target_cache"})
     stateful = True  # bound to one generation's target cache
     # Per drafted token, in target forward units: one token through n of the target's L layers,
@@ -53,7 +55,9 @@ class LayerSkipDrafter(Drafter):
     @classmethod
     def check(cls, settings, config):
         if settings.layer_skip_layers >= config.n_layer:
-            raise ValueError(f"layer-skip draft layers must be below the target's {config.n_layer} layers, got {settings.layer_skip_layers}")
+            raise ValueError(
+                f"layer-skip draft layers must be below the target's {config.n_layer} layers, got {settings.layer_skip_layers}"
+            )
 
     def __init__(self, target: CachedModel, n_layers: int):
         L = len(target.w.layers)

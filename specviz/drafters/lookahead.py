@@ -144,13 +144,15 @@ class LookaheadDrafter(Drafter):
     summary = "n-grams collected from Jacobi iterations run inside the verify pass"
     paper = "Lookahead decoding (Fu, Bailis, Stoica and Zhang, 2024, arXiv 2402.02057)"
     preset = "Counting"
-    glossary = ("Lookahead decoding needs no drafter: the target guesses ahead by itself. Besides the candidates, its "
-     "verify pass carries a window of W guessed future characters kept over the last N - 1 Jacobi steps; every "
-     "pass updates each guess from the guesses before it (Jacobi iteration: the fixed point is the greedy text). "
-     "Each column of the window, read with the guess it produces, is an N-gram the target itself wrote; these "
-     "go into a pool keyed by their first character, and the next round verifies the pool's n-grams that start "
-     "with the last character, as one tree. The window rides in the same pass but nothing verified attends to "
-     "it, so the output is exact; the price is a longer pass every round.")
+    glossary = (
+        "Lookahead decoding needs no drafter: the target guesses ahead by itself. Besides the candidates, its "
+        "verify pass carries a window of W guessed future characters kept over the last N - 1 Jacobi steps; every "
+        "pass updates each guess from the guesses before it (Jacobi iteration: the fixed point is the greedy text). "
+        "Each column of the window, read with the guess it produces, is an N-gram the target itself wrote; these "
+        "go into a pool keyed by their first character, and the next round verifies the pool's n-grams that start "
+        "with the last character, as one tree. The window rides in the same pass but nothing verified attends to "
+        "it, so the output is exact; the price is a longer pass every round."
+    )
     tree = True
     deterministic = True
     stateful = True  # the window and the pool belong to one generation

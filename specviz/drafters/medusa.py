@@ -35,16 +35,18 @@ class MedusaDrafter(Drafter):
     name = "medusa"
     summary = "extra heads on the target's own top-layer feature (read from its cache), a tree of their top tokens"
     paper = "Medusa (Cai et al., 2024, arXiv 2401.10774)"
-    glossary = ("Medusa gives the target extra heads: small layers on its own top-layer feature, head i trained to "
-     "guess the character i + 1 steps ahead while the target itself stays frozen. The feature that predicted "
-     "the last character is already in the target's cache, so drafting costs a few small matrix products and no "
-     "extra pass of any model. Each head's top few guesses are combined into a tree, pruned to the paths with "
-     "the highest product of head probabilities, and the target checks the whole tree in one pass. Verified "
-     "token by token the output is exactly the target's. Medusa's paper also offers typical acceptance: keep a "
-     "drafted character whenever the target finds it plausible enough, p(x) > min(0.09, 0.3·exp(−H(p))), with no "
-     "random draw. More characters are kept per pass, so it is faster, but it is not exact: the heads' favourite "
-     "characters come out more often than the target would write them, and the Exactness lab calls it biased "
-     "(at temperature 0 both rules are greedy and agree).")
+    glossary = (
+        "Medusa gives the target extra heads: small layers on its own top-layer feature, head i trained to "
+        "guess the character i + 1 steps ahead while the target itself stays frozen. The feature that predicted "
+        "the last character is already in the target's cache, so drafting costs a few small matrix products and no "
+        "extra pass of any model. Each head's top few guesses are combined into a tree, pruned to the paths with "
+        "the highest product of head probabilities, and the target checks the whole tree in one pass. Verified "
+        "token by token the output is exactly the target's. Medusa's paper also offers typical acceptance: keep a "
+        "drafted character whenever the target finds it plausible enough, p(x) > min(0.09, 0.3·exp(−H(p))), with no "
+        "random draw. More characters are kept per pass, so it is faster, but it is not exact: the heads' favourite "
+        "characters come out more often than the target would write them, and the Exactness lab calls it biased "
+        "(at temperature 0 both rules are greedy and agree)."
+    )
     tree = True
     needs = frozenset({"target_cache", "heads"})
     deterministic = True

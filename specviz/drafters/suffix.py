@@ -240,11 +240,13 @@ class SuffixDrafter(Drafter):
     summary = "suffix indices over the context and the training corpus"
     paper = "SuffixDecoding (Oliaro et al., 2024)"
     preset = "A song's refrain"
-    glossary = ("Suffix decoding drafts with no model at all: it finds the longest suffix of the text so far that "
-     "occurred before, in this generation's own text or in the training corpus, and proposes a tree of what "
-     "followed those occurrences, the most frequent continuations first. The tree grows only while a path's "
-     "empirical probability stays high, so a long, unambiguous match (a refrain, a quote) drafts a deep chain "
-     "and a vague one drafts little.")
+    glossary = (
+        "Suffix decoding drafts with no model at all: it finds the longest suffix of the text so far that "
+        "occurred before, in this generation's own text or in the training corpus, and proposes a tree of what "
+        "followed those occurrences, the most frequent continuations first. The tree grows only while a path's "
+        "empirical probability stays high, so a long, unambiguous match (a refrain, a quote) drafts a deep chain "
+        "and a vague one drafts little."
+    )
     tree = True
     needs = frozenset({"corpus"})
     deterministic = True

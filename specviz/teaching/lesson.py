@@ -180,7 +180,9 @@ def measure_speedup(target, draft_model, prompt: list[int], settings: Settings, 
         for _ in range(rounds):
             gen.step()
         spec.append(time.perf_counter() - t0)
-        base = Generation(target, prompt, replace(settings, drafter=BASELINE, k_auto=False, max_new_tokens=gen.generated))
+        base = Generation(
+            target, prompt, replace(settings, drafter=BASELINE, k_auto=False, max_new_tokens=gen.generated)
+        )
         t0 = time.perf_counter()
         base.run()
         plain.append(time.perf_counter() - t0)
@@ -225,4 +227,6 @@ def glossary(rounds: list[RoundRecord], k: int, timing: dict | None = None) -> l
 
 def drafter_glossary() -> list[dict]:
     """The drafters with a glossary paragraph (Drafter.glossary), each naming its paper."""
-    return [{"drafter": name, "paper": cls.paper, "text": cls.glossary} for name, cls in REGISTRY.items() if cls.glossary]
+    return [
+        {"drafter": name, "paper": cls.paper, "text": cls.glossary} for name, cls in REGISTRY.items() if cls.glossary
+    ]

@@ -107,7 +107,7 @@ def aggregate(ids: torch.Tensor, probs: torch.Tensor, argmax: torch.Tensor, cfg:
     votes = torch.bincount(r * V + argmax[p_pos].long(), minlength=U * V).view(U, V)
     mode = votes.argmax(-1)  # ties go to the lowest id
     # The mode's share of the context's argmaxes, in 255ths: how often a T = 0 draft from this row would have
-    # matched the target on the training text (adaptive K weighs a draft's depth by it, specviz/adaptive/policy.py).
+    # matched the target on the training text (adaptive K weighs a draft's depth by it, specviz/adaptive/stopper.py).
     agree = (votes.gather(1, mode.unsqueeze(1)).squeeze(1).double() * 255 / counts[keep]).round()
     top_p, top_t = mean.topk(cfg.top_k, dim=-1)
     return {

@@ -20,6 +20,7 @@ from specviz.verifiers.traversal import Traversal, TraversalTokenResidual
 from specviz.verifiers.typical import Typical
 
 VERIFIERS: dict[str, Verifier] = {}
+LOSSLESS = TokenWise.name  # token-wise verification: the default rule, and the bench's main suite's
 
 
 def register(verifier: Verifier) -> Verifier:
@@ -44,12 +45,17 @@ def get_verifier(name: str) -> Verifier:
         raise ValueError(f"unknown verification {name!r}; choose one of: {', '.join(VERIFIERS)}") from None
 
 
+def alternatives() -> dict[str, str]:
+    """The lossless rules the bench runs beside token-wise: rule -> the drafts it takes ("chains", "trees")."""
+    return {v.name: v.bench_on for v in VERIFIERS.values() if v.lossless and v.bench_on}
+
+
 def verifier_label(name: str) -> str:
     """A verifier's option label: the lossy ones say so wherever they are chosen."""
     return name if VERIFIERS[name].lossless else f"{name} (lossy)"
 
 
-__all__ = ["SAMPLINGS", "VERIFIERS", "Block", "Mismatch", "NASDSeed", "TokenWise", "Traversal",
-           "TraversalTokenResidual", "Typical", "Verdict", "Verifier", "children_of", "expected_accepted",
+__all__ = ["LOSSLESS", "SAMPLINGS", "VERIFIERS", "Block", "Mismatch", "NASDSeed", "TokenWise", "Traversal",
+           "TraversalTokenResidual", "Typical", "Verdict", "Verifier", "alternatives", "children_of", "expected_accepted",
            "expected_acceptance", "get_verifier", "one_hot_rows", "proposal_rows", "register", "residual",
            "sibling_rows", "verifier_label", "verifier_names"]  # fmt: skip

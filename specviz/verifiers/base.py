@@ -74,6 +74,7 @@ class Verifier:
     paper = ""  # the paper or post it follows, by name (the atlas)
     showcase: tuple[str, ...] = ()  # drafters the atlas and the bench show it with (besides token-wise)
     how = ""  # what it does to those drafts, after the drafter's summary in the atlas
+    bench_on = ""  # a lossless alternative the bench runs on every drafter of a shape: "chains" or "trees"
 
     def refuses(self, drafter, settings) -> str | None:
         """Why this rule cannot check what the drafter class sends under these settings (None: it can)."""

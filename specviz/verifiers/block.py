@@ -70,6 +70,7 @@ class Block(Verifier):
     paper = "Block verification (Sun et al., 2024)"
     showcase = ("trigram",)
     how = "verified as a block"
+    bench_on = "chains"
     summary = (
         "block verification: decide the whole chain jointly from the residual masses (lossless, never fewer on average)"
     )

@@ -160,6 +160,7 @@ class Traversal(Verifier):
     paper = "Traversal verification (Weng et al., 2025)"
     showcase = ("eagle3-tree", "neural-tree")
     how = "verified leaves first, whole paths at a time"
+    bench_on = "trees"
     token_residual = False  # the wrong variant's switch
 
     def verify(self, draft: Draft, p_rows: torch.Tensor, temperature: float, gen: torch.Generator) -> Verdict:

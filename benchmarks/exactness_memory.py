@@ -29,10 +29,9 @@ def peak_mb() -> float:
 
 def main() -> None:
     from models.checkpoint import load_checkpoint
-    from specviz.core.settings import Settings
+    from specviz.core.settings import KNOBS, Settings
     from specviz.teaching.exactness import MAX_SAMPLES, run_exactness, verdict
     from specviz.teaching.presets import preset
-    from specviz.teaching.query import APP_LIMITS
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=MAX_SAMPLES)
@@ -41,10 +40,10 @@ def main() -> None:
     args = ap.parse_args()
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
     loaded = peak_mb()
-    k = APP_LIMITS["k"][1]
+    k = KNOBS["k"].app_limits()[1]
     text = (preset("Repetitive").text * 10)[-(target.config.block_size - k) :]
     ids = target.tokenizer.encode(text)
-    settings = Settings(drafter=args.drafter, k=k, temperature=1.0, trie_num_draft=APP_LIMITS["trie_num_draft"][1])
+    settings = Settings(drafter=args.drafter, k=k, temperature=1.0, trie_num_draft=KNOBS["trie_num_draft"].app_limits()[1])
     t0 = time.perf_counter()
     res = run_exactness(target, ids, settings, args.samples, tiny.model, n_tokens=3)
     out = {"samples": args.samples, "k": k, "prompt_chars": len(ids), "new_tokens": res.new_tokens,

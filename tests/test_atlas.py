@@ -12,11 +12,12 @@ from specviz.charts.atlas import figures_frame, sources_frame
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
 from specviz.drafters import drafter_names
-from specviz.teaching.atlas import METHODS, atlas_rows, bench_row
+from specviz.teaching.atlas import atlas_rows, bench_row, methods
 from specviz.teaching.presets import preset
 from specviz.verifiers import VERIFIERS
 
 DRAFTERS = drafter_names()
+METHODS = methods()
 
 
 def test_every_drafter_and_rule_has_its_entry():

@@ -89,7 +89,7 @@ def test_rules_row_on_sampled_drafts(target):
     ids = target.tokenizer.encode("ROMEO:\n")
     run = {rule: Generation(target, ids, Settings(k=4, temperature=1.0, max_new_tokens=60, verification=rule)).run()
            for rule in ("lossless", "block")}  # fmt: skip
-    row = rules_row("trigram", run["lossless"], run["block"])
+    row = rules_row("trigram", run["lossless"], run["block"], "block")
     assert row["tau_lossless"] == len(run["lossless"].tokens) / len(run["lossless"].rounds)
     notes = [r.verify_notes["expected_accepted"] for r in run["block"].rounds]
     assert row["tau_same_block"] == pytest.approx(1 + sum(n["block"] for n in notes) / len(notes))

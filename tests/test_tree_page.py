@@ -195,7 +195,7 @@ def test_page_switches_drafter_steps_and_rebuilds():
 def test_bad_knobs_keep_the_page_up():
     at = open_page("pages/tree.py", {"preset": "Quote a passage", "drafter": "trie"})
     at.slider(key="knob_trie_prefix_len").set_value(13).run()  # L_p must stay below n = 13
-    assert not at.exception and "L_p < n" in shown(at.error[0].value)
+    assert not at.exception and "L_p must be below trie_n" in shown(at.error[0].value)
     assert at.session_state["run"].generation.settings.trie_prefix_len == 3  # the previous run stays
 
 

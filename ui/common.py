@@ -23,6 +23,9 @@ def page_setup() -> None:
     first would run that page without app.py and list every file in pages/. Rerunning hands
     the request to the router, for good. (AppTest resets the flag before every run and routes
     through app.py itself, so it is left alone there.)"""
+    # No supported way exists: Streamlit decides the legacy layout from the folder's existence alone
+    # (PagesManager.uses_pages_directory, which its maintainers keep as a relic for pages/ apps:
+    # streamlit#10276), and pages/ is where this project's pages live, so the flag is cleared here.
     if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
         PagesManager.uses_pages_directory = False
         st.rerun()

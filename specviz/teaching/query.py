@@ -9,23 +9,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
 from specviz.core.markup import cut
-from specviz.core.settings import Settings
+from specviz.core.settings import KNOBS, Settings
 from specviz.teaching.presets import APP_PRESETS, preset
 
 DEFAULT_PRESET = APP_PRESETS[0].name
-# The app's sliders are narrower than what the engine accepts; a link must fit the sliders.
-APP_LIMITS = {"k": (1, 16), "temperature": (0.0, 2.0), "max_new_tokens": (1, 1000), "min_context_count": (0, 50),
-              "seed": (0, 2**31 - 1), "trie_n": (2, 32), "trie_prefix_len": (1, 16), "trie_num_draft": (1, 64),
-              "nasd_n": (2, 8), "nasd_filler_top_k": (1, 8), "lookup_max_ngram": (1, 8), "lookup_min_ngram": (1, 8),
-              "distilled_context": (0, 10), "distilled_nodes": (1, 64), "neural_tree_nodes": (1, 64),
-              "neural_tree_children": (1, 8)}  # fmt: skip
-APP_LIMITS |= {"suffix_max_match": (1, 32), "suffix_min_prob": (0.0, 1.0), "suffix_max_nodes": (1, 64),
-               "layer_skip_layers": (1, 3)}  # fmt: skip  # layer-skip: 1 .. n_layer - 1 of the shipped 4-layer target
-APP_LIMITS |= {"medusa_nodes": (1, 64), "medusa_top_k": (1, 8)}
-APP_LIMITS |= {"lookahead_window": (1, 16), "lookahead_ngram": (2, 8), "lookahead_candidates": (1, 16)}
-APP_LIMITS |= {"eagle_tree_nodes": (1, 64), "eagle_tree_children": (1, 8)}
-
-
 @dataclass
 class RunSpec:
     """Everything that defines a run: the engine's settings and the prompt."""
@@ -76,7 +63,7 @@ def from_query(params: Mapping[str, str]) -> tuple[RunSpec, list[str]]:
     for name, value in values.items():  # one at a time, so one bad value drops only itself
         trial = replace(settings, **{name: value})
         try:
-            lo, hi = APP_LIMITS.get(name, (value, value))
+            lo, hi = KNOBS[name].app_limits() or (value, value)  # a link must fit the app's widgets
             if not lo <= value <= hi:
                 raise ValueError(f"must be between {lo} and {hi}")
             trial.check()

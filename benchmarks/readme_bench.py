@@ -58,7 +58,7 @@ with typical acceptance 0.76x (2.69 tokens a pass, 45% accepted) against 0.59x l
 typical acceptance buys tokens by changing the output, and here still loses to plain decoding.
 
 Measured and not kept (11 presets x 256 tokens, 1 thread, each paired with the baseline in one process,
-3-10 repeats, 2026-11-26): the token-wise walk reading p and q as Python lists made once a round (slower:
+3-10 repeats): the token-wise walk reading p and q as Python lists made once a round (slower:
 its verify phase 35 -> 45 us a round at T = 0.8: tolist() of the rows costs more than the reads it
 saves); the distilled chain's sampling at T > 0 from its top 5 characters instead of all 65 (the draft
 call 46 -> 41 us warm, and no faster in rounds: the (K, 65) tensor of q made from Python floats costs
@@ -91,7 +91,7 @@ and pay for staying ready: shadow drafts scored every few idle rounds (a suffix 
 Medusa's features in every pass. Their acceptance by depth rises rather than falls (T = 0.8, K = 4:
 the trie 0.33, 0.29, 0.41, 0.58; suffix decoding 0.47, 0.58, 0.55, 0.59), so an alpha per level would
 draft more, not less. Earlier sessions measured and did not keep the other remedies at hand (backed-off
-or halved shadows, retiring idle drafters, a cautious resume: `specviz/adaptive/policy.py` lists them).
+or halved shadows, retiring idle drafters, a cautious resume: `docs/notes/adaptive.md` lists them).
 
 Chain drafters keep at most about 1 / v(K + 1) of their ideal (v(5) = 1.21 here: 0.83 before drafting
 or bookkeeping cost anything), and less with the prefills, which the "ideal" counts as one pass. A

@@ -122,7 +122,7 @@ class DistilledTable:
     def agreement(self, row: int) -> float:
         """How often the target's argmax after this row's context was its mode, on the training text: the
         chance that a T = 0 draft of the mode is accepted (well calibrated on the target's own greedy text:
-        rows at 0.3 were accepted 0.29 of the time, at 0.9 and above 0.98; 11 presets, 2026-11-25)."""
+        rows at 0.3 were accepted 0.29 of the time, at 0.9 and above 0.98; 11 presets)."""
         return self.agree[row] / 255
 
     def top(self, row: int) -> tuple[list[int], list[float]]:

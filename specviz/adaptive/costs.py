@@ -2,42 +2,21 @@
 (sync, forward, softmax), in units of that one-token round. Adaptive K prices every draft with it.
 
 Why a curve per machine? It is the matmul kernels' shape, and that is the CPU's. On the machine the
-reference curve was measured on (1 thread, 2026-11-24, over the distilled chain's rounds at K = 1..16,
-6 presets, T = 0): 1.11 at N = 2, 1.19 at 4, 1.22 at 5, 1.30 at 7, 1.34 at 8, then a step: 1.51 at 9,
-1.58 at 12, 1.72 at 16, 1.80 at 17. Going from 1 row to 2 costs most: the matmuls leave the
-matrix-vector kernel. Past 8 rows they take a second block of rows (a warm addmm of (N, 256) by
-(256, 768): 17 us at 8 rows, 24 us at 9). So two lines, N = 2..8 and N >= 9, the second bending up as
-attention over the new rows grows (one pass in a loop, 1 thread: 2.36 at 33, 3.43 at 64, 6.22 at 128,
-12.3 at 236; a wide lookahead window reaches such N). On an AMD EPYC (Zen 3, AVX2, 2.45 GHz, 1 thread,
-2026-11-24) the same passes cost far more, and not monotonically: 1.34-1.39 at N = 2, 1.60 at 3, 1.52 at
-4, 1.73 at 8, 1.88 at 9, 2.09 at 16 (``measure``, twice). Priced with the reference curve there, adaptive
-K drafted where it could not pay: at T = 0.8 (11 presets, 256 tokens, 2 repeats) Medusa ran at 0.86x the
-baseline, NASD 0.91x, prompt lookup 0.92x, the trie and suffix decoding 0.94x; priced with the measured
-curve, 0.97-1.01x.
-With the lean pass's products on specviz/kernels/linear.py's kernel (each weight read once for all the rows, not
-once per row or two), the same EPYC measured v(2) 1.05-1.12, v(5) 1.31-1.42, v(9) 1.73-1.87 and v(17)
-2.25-2.64 (``measure``, five times, 2026-11-24 evening), over a one-token pass that got 13-18% faster
-itself. The kernel's second version (f8daeac) took 0.91-0.95 of that pass's time at 2-17 rows; past a few
-rows a pass grows by ~0.1 ms a row (the products ~60 us, attention, GELU and the rest ~40 us) over a
-one-token pass of ~1.3-1.6 ms, of which most does not grow with the rows. With attention on
-specviz/kernels/attention.py's kernel too (a781795) a one-token pass lost ~30% of its time and a 9-token pass
-~17%, so the curve rose: v(2) 1.12, v(5) 1.39, v(9) 1.98, v(17) 2.66 (the bench's ``measure``,
-2026-11-25). In rounds a pass costs more than back to back: a 9-token pass of the distilled chain 2.21
-of the baseline's one-token passes (~150 us a row there, ~100 in a loop), so this curve prices long
-drafts below their cost there. Tiles of 4 rows or more prefetching their weights (linear.cpp) and
-attention's lane sums by horizontal adds (attention.cpp) then brought it down to v(2) 1.01, v(5) 1.29,
-v(9) 1.64, v(17) 2.55 (the bench's ``measure``, 2026-11-25, 02:12; 1.04, 1.30, 1.68 and 2.29 at 02:49), a one-token pass about the same.
+reference curve was measured on, going from 1 row to 2 costs most (the matmuls leave the
+matrix-vector kernel), and past 8 rows they take a second block of rows: so ``REFERENCE`` is two lines,
+N = 2..8 and N >= 9, the second bending up as attention over the new rows grows (a wide lookahead window
+reaches such N). Another CPU's passes can cost far more, and not monotonically; priced with the reference
+curve there, adaptive K drafted where it could not pay, and priced with that CPU's measured curve it did
+not. In rounds a pass also costs more than back to back, so a curve measured back to back prices long
+drafts somewhat below their cost there.
 
-A tree's pass also builds its mask: +0.03 to 0.05 over a chain's at N = 3..13 (distilled tree, 2..24
-nodes, reference machine): ``TREE_MASK``, on every curve. On a Zen 5 with AVX-512 (2026-11-26) a binary
-tree's pass measured +0.11-0.17 over a chain's at N = 3-7, +0.2 at 9 and +0.35 at 17, back to back; a
-curve that priced trees by that excess was tried and not kept: paired with the baseline (11 presets x 3,
-T = 0.8, adaptive K) the distilled tree fell 1.059x -> 0.974x, suffix decoding stayed at 0.94x and the
-trie moved within noise (0.92x -> 0.95x).
+A tree's pass also builds its mask: ``TREE_MASK`` over a chain's, on every curve.
 
 A curve is an input of a run, like its seed: adaptive K reads it, never the clock, so a run is the same
 for the same seed and curve. ``REFERENCE`` is the default (tests, the model card's sample); the bench, the
 CLI's ``--k auto`` and the app measure their machine's once (``measure``: ~3 s).
+
+Measurements on each CPU, and what was tried: docs/notes/costs.md.
 """
 
 import bisect
@@ -120,8 +99,9 @@ def cpu_name() -> str:
 def describe_cpu(cpuinfo: str) -> str:
     """The first processor's model name, with its family, model and widest vectors where cpuinfo says them:
     "AMD EPYC (family 26, model 2, AVX-512)". A VM may name a Zen 3 and a Zen 5 alike ("AMD EPYC"), and a
-    one-token pass took 1.1-1.4 ms on the one against ~0.3 ms on the other (2026-11-26): figures from the two
-    cannot be compared, and a bench row or cost curve must say which ran it. ValueError: no model name."""
+    one-token pass took about four times as long on the one as on the other (docs/notes/costs.md): figures
+    from the two cannot be compared, and a bench row or cost curve must say which ran it. ValueError: no
+    model name."""
     fields: dict[str, str] = {}
     for line in cpuinfo.splitlines():
         if not line.strip():

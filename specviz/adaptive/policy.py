@@ -1,6 +1,7 @@
 """Adaptive K (``--k auto``): before each round, choose the draft depth that maximises expected
 tokens per unit of time, from past rounds only. What a round of depth K is worth, and the best K:
 specviz/adaptive/rates.py; a drafter stopped token by token: specviz/adaptive/stopper.py.
+Measurements and what was tried: docs/notes/adaptive.md.
 
 The acceptance alpha is estimated from past rounds: each level the target checked is a trial, a
 success if a drafted token there was accepted (a chain's first rejection ends its trials; a tree
@@ -16,39 +17,9 @@ observation is a fractional trial, so alpha follows the text while drafting does
 expensive drafter (the neural draft, an EAGLE head) is not consulted while idle: it would have to
 catch up on every token it missed. So it starts idle, whatever the prior says (the prior is no
 evidence, and nothing would ever correct it), never drafts at all, and the engine keeps nothing ready
-for it (``never_drafts``): its rounds cost what plain decoding's do. (An optimistic start, letting
-such a drafter draft a few rounds to measure its own acceptance, was tried and measured: it turned
-these ties into 1-2% losses, the first drafts' catch-up included, and no drafter won by it; the bench
-of 2026-11-23 23:40. It happened again by accident when MIN_GAIN fell to 1.05, for the trees, whose
-prior prices one node a level: the neural tree 0.99x, the EAGLE-3 tree 0.97x; the bench of
-2026-11-24 08:57.) Backing the shadows off (doubling the wait
-after each shadow scored below the estimate, up to 8 times) was tried and measured too: it gained about
-1% where drafting never pays and cost drafters that come and go, NASD at T = 0 2.17 -> 1.91 tokens per
-forward, the trigram at T = 0.8 1.98 -> 1.86 (5 presets, 256 tokens, 2026-11-24); not kept. Nor was a
-cautious estimate to resume drafting after idle rounds (alpha less one standard deviation of its Beta
-posterior, against resuming right after lucky shadows: NASD at T = 0.8 resumed at a mean alpha of 0.45
-and was accepted 0.31 of the time): the trigram fell 2.07 -> 1.91 tokens per forward at T = 0 and
-1.98 -> 1.75 at T = 0.8, suffix decoding 1.51 -> 1.05 at T = 0 (same 5 presets). Four more, measured
-against the baseline run alongside (11 presets, 256 tokens, 2026-11-24), were not kept either. Scaling
-the expected accepted tokens by what past drafting rounds accepted over what they were predicted to (a
-calibration: the rounds that resume after lucky shadows are predicted ~20% too many tokens): the trigram
-at T = 0.8 fell 1.47x -> 1.21x, the distilled drafter 2.10x -> 1.96x, and the idle drafters it was meant
-to spare gained nothing, their loss being readiness, not drafting. MIN_GAIN 1.3: the trigram at T = 0.8
-1.50x -> 1.33x, suffix decoding at T = 0 1.49x -> 1.29x. SHADOW_BUDGET 0.005: suffix decoding at T = 0
-1.52x -> 1.43x, NASD 1.55x -> 1.50x, and nothing gained at T = 0.8. Retiring at T > 0 (K = 0 for good
-once 12 observations average 0.1 below the break-even alpha): most idle drafters see too few
-observations in 256 tokens to retire early (Medusa shadows every 25th idle round), and the paired runs
-that were slower stayed slower (trie 19 of 22 either way, Medusa 20 -> 21, prompt lookup 14 -> 17).
-Nor counting a round that chose K > 0 but got no draft (no match for the context) as a failed level, so
-that the prior stops asking a drafter with nothing to say (the trie at T = 0.8 spent 632 of ~5000 rounds
-so, at the prior's alpha): NASD at T = 0.8 fell 1.021x -> 1.004x and prompt lookup 1.020x -> 1.005x
-against the baseline run alongside (11 presets x 2), and the trie and lookahead gained nothing; asking
-a cheap drafter costs its call, and it drafts again the moment a match comes back. Nor a cheaper trie
-shadow (its children unranked, ~2 us instead of ~30 us at shallow matches): the trie at T = 0.8 measured
-1.0100x against 1.0094x (11 presets x 2). Lookahead still loses 0.5-1% here, to exploring: without
-shadows it ties (0.999x at both temperatures), with them it drafts just after lucky ones, and those
-drafts lose; its acceptance does not fall with depth (fixed K = 4, T = 0: 0.44, 0.50, 0.72 by level),
-so an alpha per level would not change that (2026-11-24).
+for it (``never_drafts``): its rounds cost what plain decoding's do. Other remedies (an optimistic
+start, backed-off shadows, a cautious resume, a calibration, retiring idle drafters) were measured and
+not kept: docs/notes/adaptive.md.
 
 The choice depends only on past rounds, on constants and on the cost curve the run was given (measured
 once, before it), never on the clock: a run is the same for the same seed and curve, and exactness
@@ -72,9 +43,8 @@ SHADOW_EVERY = 4  # ... every 4th such round at most: alpha moves slowly, and a 
 # a drafter with a fixed cost per call (suffix decoding searches its text and the corpus) shadows more rarely.
 SHADOW_BUDGET = 0.01
 # A shadow costs more than its draft call: scoring it (verifiers.expected_acceptance) and a slower round,
-# whose every small op runs on caches the drafter's look-up and the target's pass have flushed. Measured
-# over the idle rounds of 11 presets at T = 0.8 (1 thread, 2026-11-24): a shadow round's median is
-# +45 us over an idle round's ~1210 us for the trie (draft call ~24 us), +36 us for prompt lookup (~16 us).
+# whose every small op runs on caches the drafter's look-up and the target's pass have flushed (measured:
+# docs/notes/adaptive.md).
 SHADOW_SCORE = 0.03
 
 

@@ -20,6 +20,8 @@ lookahead's window). K = 0 is plain
 decoding, E = 1 at cost 1. Drafting must promise ``MIN_GAIN`` times the tokens per unit of
 time of K = 0, since a round with a draft has costs the model leaves out (the accept/reject
 walk over more positions).
+
+Measurements and what was tried: docs/notes/adaptive.md.
 """
 
 import math
@@ -28,20 +30,14 @@ from functools import lru_cache
 from specviz.adaptive.costs import REFERENCE, CostCurve
 
 # Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
-# leaves out. It was 1.15 while v(N) was a line that overstated small passes; with v as measured, auto
-# rows paired with the baseline (11 presets, 256 tokens, 1 thread, 2026-11-24) went, from 1.15 to 1.10:
-# Medusa 0.98x -> 1.02x, NASD 1.00x -> 1.02x, suffix decoding 1.00x -> 1.02x at T = 0.8, prompt lookup
-# 1.47x -> 1.56x at T = 0 (1.25: worse but for the trigram at T = 0.8, Medusa at T = 0 1.20x -> 1.00x);
-# and at 1.03 / 1.06 / 1.10: Medusa 1.05x / 1.04x / 1.00x, the trie 1.00x / 0.98x / 0.99x at T = 0.8,
-# the rest within noise.
+# leaves out. Margins from 1.03 to 1.3 were measured against the baseline: docs/notes/adaptive.md.
 MIN_GAIN = 1.05
 
 
 def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0, curve: CostCurve = REFERENCE,
                max_nodes: int = 0, level_cost: float = 0.0) -> float:  # fmt: skip
     # A drafter's cost per call (Drafter.call_cost) is left out on purpose: charged to every drafting
-    # round, it measured worse (suffix decoding at T = 0 fell from 1.35x to 1.03x, Medusa from 1.02x to
-    # 0.98x; 11 presets, 192 tokens, 2026-11-23). It only spaces out the idle rounds' shadows.
+    # round, it measured worse (docs/notes/adaptive.md). It only spaces out the idle rounds' shadows.
     # Drafted tokens: more than k for a tree (a window's pass has a mask too), and never more than a
     # budgeted tree's budget (max_nodes; 0: none), whatever its width at the depth it was seen at.
     n = k * per_level if not max_nodes else min(k * per_level, max_nodes)

@@ -26,10 +26,8 @@ class Stopper:
     of the context it will be drawn from), so the draft length is a stopping time, as the accept/reject
     rule requires; at T = 0 any draft leaves the output the greedy text.
 
-    Measured offline on the target's greedy text of the 11 presets, with round costs measured in rounds
-    on this EPYC (2026-11-25): tokens per unit of cost 2.42 at the best fixed K (4), 2.41 at K = 8, and
-    2.75 stopping by the table's agreement as it is (2.83 and 2.69 on either half of the presets; 2.69
-    and 2.67 when each half's agreement was first recalibrated on the other half: it needs none).
+    Measured offline on the target's greedy text, stopping by the table's agreement gave more tokens per
+    unit of cost than the best fixed K, and the agreement needed no recalibration (docs/notes/adaptive.md).
     """
 
     def __init__(self, choice: Choice):

@@ -190,9 +190,9 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
                 per_config, second = {c: [] for c in runs_at(T)}, []
                 for j, prompt in enumerate(ids):
                     # Every configuration and the baseline's second (A/A) run, in a shuffled order: a run
-                    # late in the block can measure slower than an early one (with the A/A run always last,
-                    # it read 0.967x at T = 0 in one full bench, 2026-11-24), and a fixed order would charge
-                    # that to the drafters (never-drafting ones came out "slower" by the sign test).
+                    # late in the block can measure slower than an early one (docs/notes/bench.md), and a fixed
+                    # order would charge that to the drafters (never-drafting ones came out "slower" by the sign
+                    # test).
                     block = [(c, per_config[c]) for c in per_config] + [(base, second)]
                     for c, out in order.sample(block, len(block)):
                         out.append(specviz_run(target, tiny, prompt, c, T, max_new_tokens, seed + j, costs))

@@ -4,9 +4,8 @@
 Python's garbage collector: before each timed run, the garbage the runs before it left is collected
 and every object alive is frozen (``gc.freeze``), so a full collection that falls in a run scans only
 that run's own objects. Otherwise it scans the whole process (the corpus indexes, the tables, every
-drafter's state): a small bench (4 prompts, 128 tokens) had 4 of them in 53 s, ~77 ms each, a quarter
-of a 256-token run, charged to whichever run they fell in. The bench unfreezes the heap when it ends
-(specviz/bench/runner.py).
+drafter's state), a sizeable share of a run charged to whichever run it fell in (docs/notes/bench.md).
+The bench unfreezes the heap when it ends (specviz/bench/runner.py).
 """
 
 import gc

@@ -26,8 +26,8 @@ def _identity(V: int, device: torch.device) -> torch.Tensor:
 
 def one_hot_argmax(x: torch.Tensor) -> torch.Tensor:
     """1.0 at each row's argmax, 0 elsewhere, float64: rows of the identity, gathered. (Not F.one_hot: it
-    checks its input's range first, ~20 us a call; and zeros then scatter_ is one op more, ~8 us of a greedy
-    round's ~19 us making these rows, after the target's pass has emptied the caches.) (..., V) -> (..., V)"""
+    checks its input's range first; and zeros then scatter_ is one op more, each op slow in a round, after
+    the target's pass has emptied the caches: docs/notes/kernels.md.) (..., V) -> (..., V)"""
     return _identity(x.size(-1), x.device)[x.argmax(-1)]
 
 

@@ -32,7 +32,7 @@ in place; LeanHead), pinned to the EagleHead module by tests/test_eagle.py (floa
 draft_cost (target-forward units per drafted token): 0.5. A head step (fc, one block, the target's
 lm_head) is ~0.27 of a one-token target pass alone (260 vs 960 us); the bench's draft c, which also
 counts sampling, the notes and feeding last round's entries, was 0.65-0.69 at K = 1, 0.54-0.57 at K = 2
-and 0.49-0.52 at K = 3 for eagle3 (5 presets, 128 tokens, 1 thread, 2026-11-23). At this cost a head
+and 0.49-0.52 at K = 3 for eagle3 (5 presets, 128 tokens, 1 thread). At this cost a head
 that accepts ~0.8 per level earns ~1.08x (eagle3, K = 2, T = 0); at T = 0.8 it does not pay.
 """
 

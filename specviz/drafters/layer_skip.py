@@ -45,7 +45,7 @@ class LayerSkipDrafter(Drafter):
     # Per drafted token, in target forward units: one token through n of the target's L layers,
     # plus the shared head. On this CPU a pass is mostly per-op overhead, so it scales with the
     # layers run: the bench's draft c at n = 2 of 4 was 0.56-0.66 of a one-token target pass (K = 1-3,
-    # 5 presets, 1 thread, 2026-11-23), i.e. 1.2 n / L; set per instance from the actual n.
+    # 5 presets, 1 thread), i.e. 1.2 n / L; set per instance from the actual n.
     draft_cost = 0.6
 
     @classmethod

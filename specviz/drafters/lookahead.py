@@ -161,7 +161,7 @@ class LookaheadDrafter(Drafter):
     # adaptive K counts in v(N) (measured here: a round of W = 5, N = 4, G = 5, K = 4 has ~25 rows and a
     # verify phase 2.8-3.0x the baseline's one-token pass). It used to be spread over a full candidate
     # tree as a cost per drafted token; a round with one candidate was then priced at v(2) instead of
-    # v(16), and adaptive K drafted at a loss: 0.94x at T = 0 and 0.8 (5 presets, 2026-11-24).
+    # v(16), and adaptive K drafted at a loss: 0.94x at T = 0 and 0.8 (5 presets).
     draft_cost = 0.02
     # A call also lays out the window (Extra), but adaptive K prices a call only to space out its idle
     # rounds' shadows (Drafter.call_cost), and a shadow lays out none (shadow): no call cost.
@@ -194,7 +194,7 @@ class LookaheadDrafter(Drafter):
         # Each candidate adds at most one node per level and is N - 1 tokens long. Priced as a chain
         # before its first draft, a round sent ~15 nodes where adaptive K expected K, with the window's
         # 14 rows: ~2.6x a plain round's time for ~1.3 tokens, once per run (the bench's 11 presets at
-        # T = 0.8, 2026-11-24); priced at its width it waits for evidence of more.
+        # T = 0.8); priced at its width it waits for evidence of more.
         self.nodes_per_level, self.max_depth = float(candidates), ngram - 1
 
     def top_cell_rows(self) -> list[int]:
@@ -232,8 +232,8 @@ class LookaheadDrafter(Drafter):
     def shadow(self, context, temperature, gen):
         """The candidates' first tokens, as draft(context, 1) proposes them, without the window: adaptive K
         scores a shadow and never verifies it, so no window rides along, and none is laid out (that cost a
-        shadow round a median 57 us against a ~1210 us idle round; 11 presets, T = 0.8, 1 thread,
-        2026-11-24). The window stays as it is and moves on in update, as in any idle round."""
+        shadow round a median 57 us against a ~1210 us idle round; 11 presets, T = 0.8, 1 thread).
+        The window stays as it is and moves on in update, as in any idle round."""
         firsts = list(dict.fromkeys(g[0] for g in self.pool.grams.get(context[-1], ())))
         return Draft(firsts, [-1] * len(firsts), None, {})
 

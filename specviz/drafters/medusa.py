@@ -53,11 +53,11 @@ class MedusaDrafter(Drafter):
     stateful = True  # bound to one generation's target cache
     # In target forward units (adaptive K): a round runs heads 1..K on one feature vector, then walks the
     # tree (a heap) and writes its notes. Measured per draft call in real rounds against the baseline's
-    # pass (6 presets, 128 tokens, T = 0, 1 thread, 2026-11-24, after the second kernel): K = 1 (3 nodes)
+    # pass (6 presets, 128 tokens, T = 0, 1 thread, after the second kernel): K = 1 (3 nodes)
     # 0.19, K = 2 (12 nodes) 0.25, K = 3 (16) 0.32, K = 4 (16) 0.45. Priced before as 0.2 a round spread
     # over the 16-node budget (0.0125 a node), a K = 1 round cost 0.04 on paper against 0.19 measured, and
-    # adaptive K drafted where it did not pay (0.91x at T = 0 in the bench of 2026-11-24 19:54).
-    # On the EPYC with the kernels of 2026-11-25 a Medusa round costs more than its pass's place on the chain
+    # adaptive K drafted where it did not pay (0.91x at T = 0 in one bench: docs/notes/adaptive.md).
+    # On the EPYC with both kernels a Medusa round costs more than its pass's place on the chain
     # curve plus the heads: fixed K = 1 (a 4-token tree pass) 1.86 baseline rounds, K = 3-4 (16 nodes) 3.17,
     # where the measured curve and the mask say ~1.3 and ~2.5 (11 presets, T = 0.8). Priced at 0.1 a level,
     # adaptive K drafted a tree that did not pay: 0.86x the baseline at T = 0.8 and 0.96x at T = 0 (11
@@ -67,7 +67,7 @@ class MedusaDrafter(Drafter):
     draft_cost = 0.005
     # A call runs heads 1..K, a one-level shadow draft head 1 alone: in adaptive K's idle rounds its draft
     # call measured a median 203 us (all four heads: 337 us) against a ~1210 us round (11 presets, T = 0.8,
-    # 1 thread, 2026-11-24), 0.17: one level (level_cost) and 0.07 more, whatever K. On 2026-11-25 the
+    # 1 thread), 0.17: one level (level_cost) and 0.07 more, whatever K. Later the
     # slowest 1% of idle rounds, the shadows, took ~515 us of ~1400 (0.37). So adaptive K shadows it every
     # ceil((0.03 + 0.25 + 0.4 + 0.005) / 0.01) = 69th idle round.
     call_cost = 0.25

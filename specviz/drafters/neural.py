@@ -17,8 +17,8 @@ class NeuralDrafter(Drafter):
     preset = "Free verse"
     needs = frozenset({"draft_model"})
     stateful = True
-    # A tiny-model pass is mostly per-op overhead. The bench's draft c (5 presets, 128 tokens, 1 thread,
-    # 2026-11-23): 0.48-0.51 at K = 1, 0.40-0.43 at K = 2, 0.36-0.40 at K = 3 (the first pass also feeds
+    # A tiny-model pass is mostly per-op overhead. The bench's draft c (5 presets, 128 tokens, 1 thread):
+    # 0.48-0.51 at K = 1, 0.40-0.43 at K = 2, 0.36-0.40 at K = 3 (the first pass also feeds
     # the tokens accepted last round); adaptive K drafts 2-3 deep, so 0.4.
     draft_cost = 0.4
 

@@ -252,13 +252,13 @@ class SuffixDrafter(Drafter):
     deterministic = True
     # Per drafted token, in target forward units: each node of the two trees is a numpy pass over its
     # occurrences in the corpus, or a Python grouping of them in the context. A draft call in a round
-    # grows from 194 us at K = 1 to 259 us at K = 5 (medians, 2026-11-24), ~0.015 a level against a
+    # grows from 194 us at K = 1 to 259 us at K = 5 (medians), ~0.015 a level against a
     # ~1.2 ms pass; 0.04, measured before the context search, is kept: a tree level holds ~2 nodes.
     draft_cost = 0.04
     # A call's fixed part: the longest matches (binary searches on the length, in the corpus's suffix
     # array and by bytes.find in the context) and the two trees' roots. A one-level draft call in an
     # idle round measured a median 194 us, and a shadow round +290 us over an idle one's 1206 us (11
-    # presets, T = 0.8, 1 thread, 2026-11-24): adaptive K shadows every ceil((0.03 + 0.15 + 0.04) / 0.01)
+    # presets, T = 0.8, 1 thread): adaptive K shadows every ceil((0.03 + 0.15 + 0.04) / 0.01)
     # = 22nd idle round.
     call_cost = 0.15
 

@@ -2,22 +2,14 @@
 and attend to the entries they may see, on specviz/kernels/attention.cpp's kernel, or on torch where it is not
 built (specviz/kernels/native.py).
 
-Why a kernel of our own? On this project's CPU (AMD EPYC, 1 thread) torch spent ~17 us on each of
-the two batched products of a one-token pass's attention, ~40 us on a verify pass's masked one, for a
-few microseconds of arithmetic (4 heads of 64 over ~200 cache entries): dispatch and MKL's set-up for
-tiny shapes, four layers a pass. The kernel does a layer's attention in one call. In the whole pass
-(1 thread, 300 interleaved repeats, 128 and 230 cache entries, 2026-11-25) a one-token pass took
-0.71-0.73 of its time on torch (1141 against 1564 us, 1187 against 1670), a 9-token pass 0.84-0.85.
-Plain decoding gains the most, so v(N), a pass over N tokens in one-token passes, went up (v(9) 1.51 to
-1.73-1.82): the less a one-token pass wastes, the less a verify pass can share. Over whole runs (11
-presets, 128 tokens, T = 0, 2 repeats): plain decoding took 0.74 of its time, the distilled chain at
-K = 8 0.90, the trigram at K = 4 0.83; their speedups over plain decoding fell from 2.18 to 1.93 and
-from 1.30 to 1.22. The scores' four-at-a-time lane sums by horizontal adds (the same pairing, so the same
-bits) then cut a 9-row pass's attention by a quarter (attention.cpp has the figures).
+Why a kernel of our own? torch spends far more on dispatch and MKL's set-up for these tiny shapes (4 heads
+of 64 over ~200 cache entries) than on their few microseconds of arithmetic, four layers a pass. The kernel
+does a layer's attention in one call. Plain decoding gains the most, so v(N), a pass over N tokens in
+one-token passes, went up: the less a one-token pass wastes, the less a verify pass can share.
 
 A chain's and a prefill's rows (causal: no mask) skip the scores and the weighted terms of the entries
-they cannot see, which half a prefill's attention computed only to discard: a 128-token prefill 4.73 ->
-4.2-4.3 ms (Zen 5, AVX-512 products, 1 thread, 2026-11-26); what a row sees, and so its bits, is unchanged.
+they cannot see, which half a prefill's attention computed only to discard; what a row sees, and so its
+bits, is unchanged. Measurements: docs/notes/kernels.md.
 
 And a correctness gain: a row's output depends only on its query and the entries it sees, summed in
 cache order (attention.cpp), so a token's row in a verify pass, chain or tree, is bit for bit its row

@@ -216,7 +216,7 @@ class CachedModel:
         T, feature = x.size(0), self.feature_index
         for layer, (w, (K, V)) in enumerate(zip(self.w.layers[:n_layers], self.kv[:n_layers], strict=True)):
             # A captured layer writes its output straight into the features' rows: a copy after it cost a
-            # one-token pass ~9 us (2.4%; Zen 5, 1 thread), paid by every round of EAGLE and Medusa.
+            # one-token pass a few percent, paid by every round of EAGLE and Medusa (docs/notes/kernels.md).
             out = self.feats[feature[layer], P : P + T] if layer in feature else None  # (T, C) view, or None
             x = lean_block(x, w, K, V, P, bias, self.n_head, out)  # (T, C)
         return x

@@ -2,28 +2,13 @@
 memory once for all the rows (specviz/kernels/linear.cpp), not once per row or two.
 
 Why our own kernel? Speculative decoding pays off only if a pass over N tokens costs little more than a
-pass over one. On a 2-core AMD EPYC (Zen 3, AVX2; 1 thread, 2026-11-24) torch.addmm, MKL's gemm, did not
-manage that: the 16 products of the target's 4 layers took 0.79 ms at 1 row, 1.34 ms at 2 and 1.93 ms at
-3 (each weight read again for every row or two: the 12.6 MB of weights do not stay in this VM's cache),
-and the whole pass cost v(2) = 1.26-1.32, v(5) = 1.54-1.65 one-token passes. This kernel reads each
-weight panel once and multiplies every row by it while it is in the cache; the same products took 0.69,
-0.84 and 0.87 ms, and the pass 1.04 at N = 2, 1.34 at 5, 1.53 at 8, in units of a one-token pass that
-itself got 13-18% faster (``python -m specviz bench`` measures the cost curve each run).
-
-The second version (panels of 16 columns, tiles of up to 6 rows, each weight vector held in a register
-for all of a tile's rows) made the products faster again at every N > 1; in the whole pass, old kernel
-against new in one process (1 thread, 60 interleaved repeats, 2026-11-24): 0.93x the time at 2-4 rows,
-0.95x at 9, 0.91x at 17, the same at 1. Since 2026-11-25 a tile of 4 rows or more also prefetches its
-weights: in rounds they come from DRAM, and one panel streamed by a 4-6 row tile is a stream the hardware
-prefetcher does not run far enough ahead of, so the arithmetic waited on memory instead of overlapping it
-(linear.cpp has the figures: 9 rows 1123 -> 949 us, caches evicted; 1 row unchanged).
-
-On a CPU with AVX-512 (Zen 5 here since 2026-11-26) the vectors are 64 bytes and a tile may hold 14 rows
-(32 registers), so a panel is 32 floats wide. Whole pass, 1 thread, 200 repeats after 128 cache entries,
-AVX2 build against AVX-512 build of the same source on the same Zen 5: 1 row 289-308 -> 284-293 us, 5 rows
-450-462 -> 342-361, 9 rows 731-747 -> 445-465, 17 rows 1165-1203 -> 761-767, a 128-token prefill 7.3 ->
-4.2 ms. So v(5) fell from ~1.55 to ~1.21 there. A column's sum is the same FMAs in the same order at
-either width: the width changes the speed, never the numbers.
+pass over one. torch.addmm (MKL's gemm) reads each weight again for every row or two, and the target's
+12.6 MB of weights do not stay in a small VM's cache. This kernel reads each weight panel once and
+multiplies every row by it while it is in the cache: tiles of up to 6 rows (14 with AVX-512's 32
+registers) hold each weight vector in a register for all of a tile's rows, and a tile of 4 rows or more
+prefetches its weights, which in rounds come from DRAM. With AVX-512 the vectors are 64 bytes and a panel
+is 32 floats wide. A column's sum is the same FMAs in the same order at either width: the width changes
+the speed, never the numbers. Measurements and what was tried: docs/notes/kernels.md.
 
 What it does not change: the numbers, within float rounding (each row's sums run in order over the
 input; MKL's run in blocks), checked against torch.addmm in tests/test_linear.py and, through the whole
@@ -35,13 +20,10 @@ How it is built: specviz/kernels/native.py compiles it at first use, with attent
 compiler, or with SPECVIZ_KERNEL=0, every product goes to torch.addmm: slower on such CPUs, the same
 numbers within rounding.
 
-It runs prefills too (the prompt's, and the 128 tokens re-read at each window jump): since the tiles
-above, it beat MKL's blocked gemm at every row count, the 16 products of a pass taking 3.88 / 5.08 / 9.91 /
-20.2 ms at 48 / 64 / 128 / 256 rows against addmm's 4.97 / 6.13 / 11.94 / 20.94 (1 thread, weights in
-the L3 cache, 15 interleaved repeats, 2026-11-25); with attention's kernel likewise, a 128-row prefill
-took 13.4 ms against 15.7. So a prefill's rows round exactly as one-token passes would (no second
-rounding rule for the long passes), and the re-prefills every engine pays, a fixed cost that caps every
-speedup, are cheaper.
+It runs prefills too (the prompt's, and the 128 tokens re-read at each window jump), where it measured
+faster than MKL's blocked gemm at every row count. So a prefill's rows round exactly as one-token passes
+would (no second rounding rule for the long passes), and the re-prefills every engine pays, a fixed cost
+that caps every speedup, are cheaper.
 """
 
 import torch

@@ -43,7 +43,9 @@ def main() -> None:
     k = KNOBS["k"].app_limits()[1]
     text = (preset("Repetitive").text * 10)[-(target.config.block_size - k) :]
     ids = target.tokenizer.encode(text)
-    settings = Settings(drafter=args.drafter, k=k, temperature=1.0, trie_num_draft=KNOBS["trie_num_draft"].app_limits()[1])
+    settings = Settings(
+        drafter=args.drafter, k=k, temperature=1.0, trie_num_draft=KNOBS["trie_num_draft"].app_limits()[1]
+    )
     t0 = time.perf_counter()
     res = run_exactness(target, ids, settings, args.samples, tiny.model, n_tokens=3)
     out = {"samples": args.samples, "k": k, "prompt_chars": len(ids), "new_tokens": res.new_tokens,

@@ -64,6 +64,7 @@ def test_a_new_drafter_is_a_file_and_a_registry_line(echo, target, capsys):
 
 def test_the_app_lists_a_new_drafter(echo):
     at = AppTest.from_file(str(APP), default_timeout=300)
+    at.switch_page("pages/step.py")
     at.run()
     assert not at.exception
     assert "echo" in at.sidebar.selectbox(key="ctl_drafter").options
@@ -78,7 +79,8 @@ def test_every_knob_is_declared_once_with_its_help_and_range():
         if k.lo is not None:
             lo, hi = k.limits(default)
             app_lo, app_hi = k.app_limits()
-            assert lo <= app_lo <= app_hi <= hi, name  # the app's range is never wider than the engine's
+            assert lo <= app_lo or (k.zero and app_lo == 0), name  # the app's range is never wider than the engine's
+            assert app_lo <= app_hi <= hi, name
         for method in k.method:
             assert method in REGISTRY, (name, method)  # a knob belongs to a drafter that exists
     assert Settings(drafter="echo-not-registered").__hash__  # still a plain hashable value

@@ -7,6 +7,8 @@ import math
 import typing
 from dataclasses import dataclass
 
+from specviz.verifiers import LOSSLESS
+
 
 @dataclass
 class BenchRow:
@@ -62,7 +64,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 
 
 # fields added later: older files lack them
-OPTIONAL = {"k_auto": False, "load_average": None, "verification": "lossless", "tau_same_lossless": None,
+OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
             "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None}  # fmt: skip
 

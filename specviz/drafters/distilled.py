@@ -85,6 +85,7 @@ class DistilledTreeDrafter(DistilledDrafter):
     name = "distilled-tree"
     summary = "the distilled table, a best-first tree"
     paper = "as distilled; trees as SpecInfer"
+    featured = False  # Home's race opens with the chain
     tree = True
     deterministic = True
 

@@ -130,6 +130,7 @@ class TrieDrafter(Drafter):
     summary = "an n-gram trie of the prompt, drafted as a tree"
     paper = "N-Gram Trie speculative decoding (Chen et al., 2025); trees as SpecInfer (Miao et al., 2024)"
     preset = "Quote a passage"
+    panels = ("n-gram trie",)  # the tree page draws its trie
     tree = True
     deterministic = True
 

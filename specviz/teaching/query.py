@@ -13,6 +13,8 @@ from specviz.core.settings import KNOBS, Settings
 from specviz.teaching.presets import APP_PRESETS, preset
 
 DEFAULT_PRESET = APP_PRESETS[0].name
+
+
 @dataclass
 class RunSpec:
     """Everything that defines a run: the engine's settings and the prompt."""

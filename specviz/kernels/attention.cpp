@@ -90,10 +90,8 @@ static inline auto lane_sum(V v) {
 // lane_sum of four vectors at once, in the same order for every lane: each result is bit for bit lane_sum
 // of its vector. -> the four sums (a vector of 4). With AVX, horizontal adds, which pair adjacent lanes
 // as lane_sum does; the portable shuffles compiled to permutes whose index vectors, reloaded for every
-// group of keys, made this the scores' bottleneck (perf, Zen 3). With them (and the softmax's max taken L
-// lanes at a time), 4 layers' attention over 200 entries took, in cache, 59 us for 1 row (66 before),
-// 119 for 5 (151), 193 for 9 (254); caches evicted, 153 (173), 335 (383), 378 (450) (1 thread, 200
-// interleaved repeats, 2026-11-25); the same bits.
+// group of keys, made this the scores' bottleneck; the horizontal adds give the same bits, faster
+// (docs/notes/kernels.md has the figures).
 #if defined(__AVX__) && defined(__x86_64__)
 static inline __m128 lane_sums(const Vec<float>::V a[4]) {
     const __m256 ab = _mm256_hadd_ps((__m256)a[0], (__m256)a[1]);  // [a01 a23 b01 b23 | a45 a67 b45 b67]
@@ -216,9 +214,7 @@ static T softmax_row(T *row, size_t W, const int32_t *idx, size_t n, T *compact)
 
 // The weighted sums' vector: a lane is one dimension of the head, summed over the entries in order on its
 // own, so the widest vector (vec.h's WideVec) gives the same bits as vec.h's Vec (tests/test_linear.py),
-// faster: the whole pass after 200 entries, 9 rows 506-515 -> 481-506 us, 17 rows 850-868 -> 802-831, 1 row
-// the same (Zen 5, AVX-512, 1 thread, 3 interleaved runs, 2026-11-26). A head too narrow for two wide
-// vectors (16 floats) keeps Vec.
+// faster on many rows (docs/notes/kernels.md). A head too narrow for two wide vectors (16 floats) keeps Vec.
 template <typename T, int HS>
 using SumVec = typename std::conditional<(HS * sizeof(T) >= 2 * sizeof(typename WideVec<T>::V)),
                                          typename WideVec<T>::V, typename Vec<T>::V>::type;

@@ -22,17 +22,16 @@
 
 #include "vec.h"
 
-// The products' vector is vec.h's WideVec: AVX-512's 64 bytes where the CPU has them (Zen 4/5, recent
-// Xeons: a 5-row pass took 0.77 of its AVX2 time on Zen 5, 1 thread, 2026-11-26), with 32 registers.
+// The products' vector is vec.h's WideVec: AVX-512's 64 bytes where the CPU has them, with 32 registers.
 #if defined(__AVX512F__) && defined(__x86_64__)
 enum { REGS = 32, ROWS = 14 };  // vector registers; rows per tile at most: 14 x 2 accumulators, 2 weights, an x
-// (13 rows in one sweep, not 7 + 6: the 16 products of a pass 421 -> 367 us; Zen 5, 1 thread, 2026-11-26)
+// (13 rows in one sweep, not 7 + 6: fewer passes over the weights)
 #else
 enum { REGS = 16, ROWS = 6 };
 #endif
 enum { PV = 2 };  // vectors per panel row
-// Panels per tile: fewer rows, more panels at once, 8 to 24 accumulators (AVX2's mapping measured best
-// on Zen 3: 1 row 4 panels, 2 rows 3, 3 rows 2, then 1).
+// Panels per tile: fewer rows, more panels at once, 8 to 24 accumulators (the mapping that measured best:
+// docs/notes/kernels.md).
 constexpr int panels_for(int R) {
     return REGS == 16 ? (R == 1 ? 4 : R == 2 ? 3 : R == 3 ? 2 : 1)
                       : (R <= 3 ? 4 : R == 4 ? 3 : R <= 6 ? 2 : 1);
@@ -41,15 +40,12 @@ constexpr int panels_for(int R) {
 // which the hardware prefetcher does not run far enough ahead of DRAM, so the products cost the memory's
 // time *plus* the arithmetic's. A tile of 4 rows or more asks for its lines ahead: AHEAD lines on where
 // its panel is swept once (4-6 rows), the next panel's where each panel takes several tiles (7 rows and
-// more: the lines then arrive over all of a panel's tiles). Products of one pass, the caches evicted first
-// (Zen 3, 1 thread, 150 interleaved repeats, 2026-11-25), in us: 5 rows 871 -> 779 (the next panel: 833),
-// 9 rows 1123 -> 949 (32 ahead: 1028), 13 rows 1443 -> 1307; 1 row the same (594 and 608: four streams,
-// which the prefetcher follows). 2 and 3 rows (2 or 3 streams) do not ask: asking made 3 rows slower.
+// more: the lines then arrive over all of a panel's tiles). One row needs none (four streams, which the
+// prefetcher follows); 2 and 3 rows do not ask, which measured faster (docs/notes/kernels.md).
 enum { AHEAD = 32, PREFETCH_ROWS = 4 };
 
 // Keep a loaded vector in a register. Without this GCC folds the load into each FMA that uses it (a
-// memory operand), and with 4 rows that loads each weight 4 times: load-bound, 45 GFLOP/s where
-// loading it once ran at 70-90 (Zen 3, one panel in cache).
+// memory operand), and with 4 rows that loads each weight 4 times: load-bound (docs/notes/kernels.md).
 template <typename V>
 static inline V in_register(V v) {
 #if defined(__x86_64__) && defined(__AVX512F__)
@@ -73,7 +69,7 @@ static void tile(const T *x, size_t C, const T *panel, const T *b, T *y, size_t 
     for (size_t c = 0; c < C; c++) {
         // An address, not a pointer: past the weights' end a prefetch does not fault. Every tile of a panel that
         // takes several asks for the next one, the small ones too: 7 rows are 3 + 4, and with the first tile
-        // silent the next panel's lines were late (evicted, 7 rows 1479 -> 1303 us; 2026-11-25).
+        // silent the next panel's lines were late.
         if (R >= PREFETCH_ROWS || ahead == C)
             for (int g = 0; g < G; g++)
                 for (int l = 0; l < LINES; l++)  // a panel row: one line (AVX2), two (AVX-512)

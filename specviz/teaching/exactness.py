@@ -1,5 +1,7 @@
-"""Is speculative decoding lossless? Test many speculative runs against the target's exact
-distribution, at every generated position, so every draft position up to K is exercised.
+"""Is speculative decoding lossless? One file over 300 lines: its two tests share one stream of runs.
+
+Test many speculative runs against the target's exact distribution, at every generated position, so
+every draft position up to K is exercised.
 
 Each run generates n = K + 1 new tokens: the first round drafts min(K, n - 1) = K tokens, so
 output positions 2 .. K+1 come from draft depths 1 .. K (accepted, or the correction drawn where
@@ -19,7 +21,7 @@ test the same depths again. Two tests, both with levels fixed in advance:
    F_j(x) + p_j(x)) of [0, 1) with probability exactly that slice's length, and v spreads it
    evenly inside). That holds given any prefix, so u_1 .. u_n of a run are i.i.d. Uniform(0, 1)
    (Rosenblatt, 1952), and so are they across runs. A rule that over-produces likely tokens,
-   as seed 004's does, piles u near 0. The test: per position, Pearson's chi-square of the u's
+   as NASD's own rule does, piles u near 0. The test: per position, Pearson's chi-square of the u's
    in B equal-width bins (B = min(20, N // 5), so every bin expects at least 5); jointly, the
    sum of the per-position statistics (chi-square on the sum of their degrees of freedom,
    positions being independent). With fewer than 10 runs the positions are pooled into one

@@ -23,9 +23,10 @@ from specviz.adaptive.policy import AdaptiveK
 from specviz.core.markup import cut
 from specviz.core.record import RoundRecord, Trace
 from specviz.core.sampling import Stream, probs_from_logits
+from specviz.core.target import TargetModel, room, window_start
 from specviz.drafters import DRAFTERS, SAMPLED_TREE_DRAFTERS, TREE_DRAFTERS, Drafter, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
-from specviz.kernels.cached_model import CachedModel, room, window_start
+from specviz.kernels.cached_model import CachedModel
 from specviz.verifiers import SAMPLINGS, VARIANTS, expected_acceptance, get_verifier
 
 TEMPERATURE_MIN, TEMPERATURE_MAX = 0.01, 10.0  # besides 0 (greedy); see Settings.check
@@ -140,7 +141,7 @@ class Settings:
                              f"{cut(self.eagle_tree_nodes)} and {cut(self.eagle_tree_children)}")  # fmt: skip
 
 
-def verify_pass(target: CachedModel, root: int, draft: Draft, prefix: list[int] = ()):
+def verify_pass(target: TargetModel, root: int, draft: Draft, prefix: list[int] = ()):
     """The round's one target forward: the context tokens the cache lacks (``prefix``: a prefill
     round's, else none), then [root + draft nodes] (tree attention for a tree), then the draft's extra
     tokens if it has any (Draft.extra: lookahead's Jacobi window). The prefix is causal and every
@@ -183,7 +184,7 @@ class Generation:
         if not prompt:
             raise ValueError("the prompt is empty")
         self.settings = settings
-        self.target = CachedModel(target.model)
+        self.target: TargetModel = CachedModel(target.model)
         assert drafter is None or not drafter.stateful
         self.drafter: Drafter = drafter or make_drafter(
             settings.drafter, settings, target, prompt, draft_model, self.target

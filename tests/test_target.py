@@ -1,13 +1,24 @@
 """The seam for the target model (specviz/core/target.py): CachedModel has every member of TargetModel
-with a compatible signature."""
+with a compatible signature, and nothing that shows tokens assumes a token is one character: a trace
+whose tokenizer's pieces are several characters long reads and charts as those pieces."""
 
 import inspect
+import json
+import re
 
 import torch
 
 from models.gpt import GPT, GPTConfig
+from models.tokenizer import CharTokenizer
+from specviz.charts.distributions import bonus_bars, label, label_text, pq_bars
+from specviz.core.record import PositionRecord, RoundRecord, Trace
 from specviz.core.target import TargetModel
 from specviz.kernels.cached_model import CachedModel
+from specviz.teaching.race import lane, race_html
+from specviz.teaching.replay import round_heading
+from specviz.teaching.text_view import text_html
+
+PIECES = ["ab", " c", "\n"]  # a fake three-token vocabulary whose pieces are not one character each
 
 
 def _members(protocol) -> tuple[dict, dict]:
@@ -56,3 +67,42 @@ def test_first_layers_and_head_are_the_forward_pass_when_every_layer_runs():
     got = lm.head(lm.first_layers([5, 6, 7], [P, P + 1, P + 2], P, lm.n_layer))  # (3, V)
     assert torch.equal(got, want)
     assert lm.model in lm.held() and any(t.data_ptr() == lm.kv_buf.data_ptr() for t in lm.held()[2:4])
+
+
+def _round(emitted: list[int], V: int) -> RoundRecord:
+    """A chain of one accepted draft token, then a bonus."""
+    p = torch.full((V,), 1.0 / V, dtype=torch.float64)
+    q = torch.nn.functional.one_hot(torch.tensor(emitted[0]), V).double()
+    pos = PositionRecord(0, 1, emitted[0], 1.0, p[emitted[0]].item(), 1 / V, 1 / V, 0.1, True, None, q, p)
+    return RoundRecord(index=0, context_len=2, window_start=0, reprefill=False, kv_before=1, kv_after_verify=3,
+                       kv_after_trim=3, kv_kept=[1, 2], draft_tokens=[emitted[0]], draft_parents=[-1],
+                       draft_positions=[1, 2], tree_mask=None, draft_notes={}, positions=[pos], accepted_path=[0],
+                       residual=None, correction=None, bonus_p=p, bonus=emitted[1], emitted=emitted,
+                       emitted_kinds=["accepted", "bonus"], drafter_update={})  # fmt: skip
+
+
+def test_a_trace_with_multi_character_pieces_reads_and_charts_as_its_pieces():
+    trace = Trace({"drafter": "none"}, PIECES, [0, 2], [_round([1, 0], len(PIECES))])
+    assert trace.text == " cab" and trace.to_dict()["vocab"] == PIECES
+    assert trace.rounds_frame()["text"].tolist() == [" cab"]
+    assert [label(PIECES, t) for t in range(3)] == ["ab", "\u2423c", "\u21b5"]
+    assert label_text(PIECES, [0, 1, 2]) == "ab\u2423c\u21b5"
+    # The charts' categories are the pieces' labels, one per token.
+    bars = pq_bars(trace.rounds[0].positions[0], PIECES)
+    assert set(bars.data[0].x) == {"ab", "\u2423c", "\u21b5"} and len(bars.data[0].x) == 3
+    assert set(bonus_bars(trace.rounds[0], PIECES).data[0].x) == {"ab", "\u2423c", "\u21b5"}
+    # One span per token, holding its whole piece.
+    page = text_html(trace, 1)
+    assert ">ab<" in page and "> c<" in page and "\u21b5\n<" in page
+    # The race's lanes carry one piece per token into their script, which shows token i as pieces[i].
+    ln = lane(trace, "x")
+    assert ln.pieces == [" c", "ab"] and ln.chars == " cab"
+    data = json.loads(re.search(r"const D = (.*);\n", race_html("p", ln, ln)).group(1))
+    assert data["lanes"][0]["pieces"] == [" c", "ab"] and "L.pieces[shown[i]]" in race_html("p", ln, ln)
+    assert round_heading(trace.rounds[0], PIECES, 1).endswith("emitted ' cab'")
+
+
+def test_the_character_tokenizer_gives_one_character_pieces():
+    tok = CharTokenizer.from_text("hello, world\n")
+    assert tok.pieces == list(tok.chars) and tok.piece(tok.encode("w")[0]) == "w"
+    assert "".join(tok.piece(t) for t in tok.encode("hello")) == tok.decode(tok.encode("hello")) == "hello"

@@ -180,7 +180,7 @@ def prepare(args, max_new_tokens: int):
     neural = settings.drafter in NEURAL_DRAFTERS
     if neural:
         tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
-        if tiny_tokenizer.chars != tokenizer.chars:
+        if tiny_tokenizer.pieces != tokenizer.pieces:
             raise CLIError(f"the {settings.drafter} drafter (tiny) has another vocabulary than {cut(args.model)}: "
                            "it cannot draft for it")  # fmt: skip
     target = load_checkpoint(args.model)
@@ -269,9 +269,9 @@ def cmd_exactness(args) -> None:
         res = checked(lambda: run_exactness(target, prompt, settings, args.samples, draft_model, n_tokens=args.first,
                                             progress=lambda n: bar.update(n - bar.n)))  # fmt: skip
     kind, sentence = verdict(res, ALPHA)
-    chars = target.tokenizer.chars
+    pieces = target.tokenizer.pieces
     e, o = res.expected.flatten(), res.observed.flatten()
-    rows = [{"tokens": "".join(chars[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
+    rows = [{"tokens": "".join(pieces[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
              "expected": float(e[i]), "observed": int(o[i]) / res.samples}
             for i in e.argsort(descending=True)[:10].tolist()]  # fmt: skip
     test = lambda t: {"statistic": t.statistic, "dof": t.dof, "p_value": t.p_value}  # noqa: E731

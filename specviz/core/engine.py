@@ -207,7 +207,7 @@ class Generation:
             self.target.capture(())
         self.gen = Stream().manual_seed(settings.seed)
         self.tokens = list(prompt)
-        self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
+        self.trace = Trace(asdict(settings), target.tokenizer.pieces, list(prompt))
         self.lock = threading.Lock()
 
     @property

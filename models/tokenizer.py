@@ -1,4 +1,8 @@
-"""Character-level tokenizer: one id per distinct character of the training corpus."""
+"""Character-level tokenizer: one id per distinct character of the training corpus.
+
+Outside this module and the model's, a token is an id whose text is its *piece* (``pieces``): one
+character here, several for a BPE tokenizer; code that shows tokens joins or labels pieces and never
+assumes a piece is one character long."""
 
 
 class UnknownCharactersError(ValueError):
@@ -17,6 +21,11 @@ class CharTokenizer:
             raise ValueError("vocabulary characters must be distinct")
         self.chars = chars
         self.stoi = {c: i for i, c in enumerate(chars)}
+        self.pieces = list(chars)  # each id's text, in id order: one character each
+
+    def piece(self, token: int) -> str:
+        """The text of one token id."""
+        return self.pieces[token]
 
     @classmethod
     def from_text(cls, text: str) -> "CharTokenizer":

@@ -87,7 +87,7 @@ def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
     -> how many windows the text spans"""
     import torch
 
-    from specviz.kernels.cached_model import window_start
+    from specviz.core.target import window_start
 
     tokens, by_start = prompt + new, {}
     for t in range(len(prompt), len(tokens)):

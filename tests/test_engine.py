@@ -8,10 +8,11 @@ from conftest import GREEDY_TEXT, GREEDY_TOKENS, assert_plain_greedy
 from specviz.core.engine import Generation, verify_pass
 from specviz.core.session import Session
 from specviz.core.settings import Settings
+from specviz.core.target import room, window_start
 from specviz.drafters import drafter_names
 from specviz.drafters.base import Draft
 from specviz.kernels import native
-from specviz.kernels.cached_model import CachedModel, room, window_start
+from specviz.kernels.cached_model import CachedModel
 
 DRAFTERS = drafter_names()
 TREE_DRAFTERS = drafter_names(tree=True)

@@ -11,7 +11,8 @@ from specviz.bench.layer_sweep import acceptance_by_layers
 from specviz.charts.atlas import layer_sweep_figure
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.kernels.cached_model import CachedModel, window_start
+from specviz.core.target import window_start
+from specviz.kernels.cached_model import CachedModel
 
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\nROMEO:\nBut soft, what light"
 

@@ -17,7 +17,7 @@ from models.artifacts import check_artifact, sha256
 from models.medusa import DEFAULT_PATH, MedusaError, MedusaHeads, cached_heads, load_heads, save_heads
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.kernels.cached_model import window_start
+from specviz.core.target import window_start
 from specviz.training.distill import DEFAULT_CORPUS
 from specviz.training.train import split
 

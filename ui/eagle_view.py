@@ -19,7 +19,7 @@ def measured_depths(stamp: float) -> dict | None:
     return json.loads(DEPTH_FILE.read_text()) if DEPTH_FILE.is_file() else None
 
 
-def eagle_panel(r: RoundRecord, vocab: str) -> None:
+def eagle_panel(r: RoundRecord, vocab: list[str]) -> None:
     n = r.draft_notes
     if "head" not in n:
         return

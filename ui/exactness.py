@@ -38,8 +38,8 @@ def _set_verification(value: str, demo: bool) -> None:
         st.session_state.update(DEMO, ctl_prompt=preset(DEMO["ctl_preset"]).text)
 
 
-def _keep_last(n: int) -> None:
-    st.session_state.ctl_prompt = st.session_state.ctl_prompt[-n:]
+def _keep_last(text: str) -> None:
+    st.session_state.ctl_prompt = text
     st.session_state.ctl_preset = FREE_TEXT
 
 
@@ -75,7 +75,7 @@ def _p(test) -> str:
     return "not enough samples" if test.p_value is None else f"p-value {test.p_value:.3g}"
 
 
-def show(entry: dict, vocab: str) -> None:
+def show(entry: dict, vocab: list[str]) -> None:
     res, s = entry["result"], entry["settings"]
     st.caption(f"{s.drafter} drafter, {s.verification} verification, temperature {s.temperature}, K = {s.k}, "
                f"{res.samples:,} runs of {res.new_tokens} characters (seeds {s.seed}–{s.seed + res.samples - 1}) "
@@ -129,7 +129,8 @@ def render() -> None:
         st.error(f"The exact distributions are computed in one window of {target.config.block_size} characters: the "
                  f"prompt ({len(valid[1]):,} characters) and the first {k_now} generated ones (K = {k_now}). Keep the "
                  f"prompt's last {fits} characters to test here.")  # fmt: skip
-        st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(fits,), key="ex_keep_last")
+        tail = target.tokenizer.decode(valid[1][-fits:])  # the text of the prompt's last ``fits`` tokens
+        st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(tail,), key="ex_keep_last")
         valid = None
     clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")
     verification = st.session_state.get("ctl_verification", LOSSLESS)
@@ -152,12 +153,12 @@ def render() -> None:
                 results.pop(next(iter(results)))
         if key in results:
             st.session_state.ex_last = key
-            show(results[key], target.tokenizer.chars)
+            show(results[key], target.tokenizer.pieces)
         elif st.session_state.get("ex_last") in results:
             st.info("These results are for other settings (below). Press **Run** to test the current ones.")
-            show(results[st.session_state.ex_last], target.tokenizer.chars)
+            show(results[st.session_state.ex_last], target.tokenizer.pieces)
         else:
             st.info("Press **Run** to sample: first the exact distribution (one batched target pass over every "
                     "prefix), then the generations, with the time left on the progress bar.")  # fmt: skip
     elif st.session_state.get("ex_last") in results:
-        show(results[st.session_state.ex_last], target.tokenizer.chars)
+        show(results[st.session_state.ex_last], target.tokenizer.pieces)

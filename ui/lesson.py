@@ -64,7 +64,7 @@ def navigation(n: int, predict: bool, locked: bool) -> int:
     return i
 
 
-def check(step: lesson.Step, pos, vocab: str, predict: bool, i: int) -> None:
+def check(step: lesson.Step, pos, vocab: list[str], predict: bool, i: int) -> None:
     answer = st.session_state.lesson_answers.get(i)
     if predict and answer is None:
         chart(lesson_charts.question_bars(pos, vocab), f"lesson_question_{i}")

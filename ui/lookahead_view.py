@@ -19,7 +19,7 @@ HELP = {
 }
 
 
-def lookahead_panel(r: RoundRecord, vocab: str) -> None:
+def lookahead_panel(r: RoundRecord, vocab: list[str]) -> None:
     if not charts.is_lookahead(r):
         return
     from ui.round_view import chart, table  # round_view lists this panel: import it when drawing

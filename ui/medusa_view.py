@@ -9,7 +9,7 @@ from specviz.charts.medusa import heads_figure
 from specviz.core.record import RoundRecord
 
 
-def medusa_panel(r: RoundRecord, vocab: str) -> None:
+def medusa_panel(r: RoundRecord, vocab: list[str]) -> None:
     notes = r.draft_notes
     if "heads" not in notes or "feature_entry" not in notes:
         return

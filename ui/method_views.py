@@ -19,6 +19,6 @@ PANELS.append(medusa_panel)
 PANELS.append(eagle_panel)
 
 
-def method_panels(r: RoundRecord, vocab: str) -> None:
+def method_panels(r: RoundRecord, vocab: list[str]) -> None:
     for panel in PANELS:
         panel(r, vocab)

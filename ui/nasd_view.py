@@ -13,7 +13,7 @@ from ui.knobs import text_tail
 from ui.round_view import chart
 
 
-def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:
+def _headline(r: RoundRecord, vocab: list[str], state: dict) -> tuple[str, str]:
     """(heading, detail) for the round."""
     drafted = label_text(vocab, r.draft_tokens)
     draft = f"drafted '{md(drafted)}'" if drafted else "drafted nothing"

@@ -46,7 +46,7 @@ def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | Non
     st.dataframe(frame, hide_index=True, column_config=config)
 
 
-def same_draft(r: RoundRecord, vocab: str) -> None:
+def same_draft(r: RoundRecord, vocab: list[str]) -> None:
     """When the verifier scored this draft under both rules: the numbers, why they may differ, the chart."""
     if (both := charts.same_draft(r)) is None or not r.draft_tokens:
         return
@@ -77,7 +77,7 @@ def totals(session: Session) -> None:
         chart(charts.acceptance_chart(acceptance_by_position(rounds)), "acceptance")
 
 
-def sibling_tries(r: RoundRecord, vocab: str) -> None:
+def sibling_tries(r: RoundRecord, vocab: list[str]) -> None:
     """The children of one node tried in turn, each against what the earlier rejections left."""
     st.markdown("**Several children of one node, tried in turn**")
     nodes = tries.multi_try_nodes(r)
@@ -92,7 +92,7 @@ def sibling_tries(r: RoundRecord, vocab: str) -> None:
     table(tries.tries_frame(r, vocab, node), tries.HELP)
 
 
-def pq_chart(r: RoundRecord, vocab: str) -> None:
+def pq_chart(r: RoundRecord, vocab: list[str]) -> None:
     """p against q at one checked position, picked above the chart; it opens on the first rejected
     one. One chart, not a tab per position: each plotly chart costs a browser ~60 ms to redraw on
     every step (benchmarks/class_size.py), and hidden tabs are drawn too."""

@@ -9,7 +9,7 @@ from specviz.charts import traversal as charts
 from specviz.core.record import RoundRecord
 
 
-def traversal_view(r: RoundRecord, vocab: str) -> None:
+def traversal_view(r: RoundRecord, vocab: list[str]) -> None:
     if not charts.is_traversal(r) or not r.draft_tokens:
         return
     from ui.round_view import chart, table  # here, not at the top: round_view imports the panels

@@ -34,13 +34,13 @@ def _first_draft(session: Session) -> dict:
     return gen.drafter.draft(list(gen.tokens), gen.draft_limit, gen.settings.temperature, torch.Generator()).notes
 
 
-def _end(r: RoundRecord, vocab: str) -> str:
+def _end(r: RoundRecord, vocab: list[str]) -> str:
     if r.correction is not None:
         return f"correction '{md(label(vocab, r.correction))}'"
     return f"bonus '{md(label(vocab, r.bonus))}'"
 
 
-def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
+def _headline(r: RoundRecord, vocab: list[str], s) -> tuple[str, str]:
     """(heading, detail) for any tree drafter's round."""
     how = SAMPLING.get(r.draft_sampling, "a deterministic tree (q is one-hot on each node)")
     return (f"Round {r.number}: drafted {len(r.draft_tokens)}, accepted {r.n_accepted}; {_end(r, vocab)}",
@@ -48,7 +48,7 @@ def _headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
             f"Verified with the {md(s.verification)} rule.")  # fmt: skip
 
 
-def _trie_headline(r: RoundRecord, vocab: str, s) -> tuple[str, str]:
+def _trie_headline(r: RoundRecord, vocab: list[str], s) -> tuple[str, str]:
     """(heading, detail) for the trie drafter's round, from its notes."""
     notes = r.draft_notes
     if not notes["matched_prefix"]:

@@ -69,5 +69,5 @@ def drafter_megabytes(generation) -> float:
     """What a Generation's drafter adds to plain decoding, in MB (10^6 bytes): everything it holds
     except the target, its cache and the target's weights."""
     target = generation.target
-    shared = (target, target.model, target.w, *(t for kv in target.kv for t in kv), target.feats)
+    shared = (target, *target.held())  # TargetModel.held: its model, weights and cache
     return held_bytes(generation.drafter, exclude=shared) / 1e6

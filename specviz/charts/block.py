@@ -50,7 +50,7 @@ def tokenwise_reach(r: RoundRecord) -> list[float]:
     return out
 
 
-def block_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def block_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """One row per drafted position of a block-verified round: both rules side by side."""
     n = r.verify_notes
     rows = []
@@ -67,7 +67,7 @@ def both_rules(r: RoundRecord) -> dict:
     return {"lossless": e["lossless"], "block": e["block"], "tau": r.verify_notes["tau"]}
 
 
-def block_figure(r: RoundRecord, vocab: str) -> go.Figure:
+def block_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
     """Per position: token-wise's chance of keeping it, block's weight w and stop h, and the
     draws eta (a draw under h passes)."""
     x = [f"{p.depth}: {plotly_text(label(vocab, p.token))}" for p in r.positions]

@@ -10,15 +10,17 @@ from specviz.core.record import PositionRecord, RoundRecord
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
 CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]
+VISIBLE = str.maketrans({"\n": "\u21b5", " ": "\u2423"})  # newline and space as glyphs one can see
 
 
-def label(vocab: str, token: int) -> str:
-    """A character as a readable axis label: newline and space get visible glyphs."""
-    return {"\n": "\u21b5", " ": "\u2423"}.get(vocab[token], vocab[token])
+def label(vocab: list[str], token: int) -> str:
+    """A token as a readable label (an axis category, a table cell): its piece of text, vocab[token]
+    (one character or several, as the tokenizer made it), with newlines and spaces made visible."""
+    return vocab[token].translate(VISIBLE)
 
 
-def label_text(vocab: str, tokens) -> str:
-    """Tokens as one readable string, each character as ``label`` shows it."""
+def label_text(vocab: list[str], tokens) -> str:
+    """Tokens as one readable string, each piece as ``label`` shows it."""
     return "".join(label(vocab, int(t)) for t in tokens)
 
 
@@ -35,7 +37,7 @@ def _layout(title: str, annotations: list[dict]) -> dict:
             "annotations": annotations}  # fmt: skip
 
 
-def pq_bars(pos: PositionRecord, vocab: str, top: int = 12) -> go.Figure:
+def pq_bars(pos: PositionRecord, vocab: list[str], top: int = 12) -> go.Figure:
     """p and q side by side over the top tokens, min(p, q) shaded over them, the candidate
     marked, and alpha = sum over the WHOLE vocabulary of min(p, q) in the title."""
     p, q = pos.p.tolist(), pos.q.tolist()
@@ -58,7 +60,7 @@ def pq_bars(pos: PositionRecord, vocab: str, top: int = 12) -> go.Figure:
     return figure(data, _layout(title, [mark]))
 
 
-def _draw_bars(dist: torch.Tensor, drawn: int, vocab: str, name: str, title: str, top: int) -> go.Figure:
+def _draw_bars(dist: torch.Tensor, drawn: int, vocab: list[str], name: str, title: str, top: int) -> go.Figure:
     dist = dist.tolist()
     ids = _top([dist], [drawn], top)
     colours = [DRAW_COLOUR if t == drawn else P_COLOUR for t in ids]
@@ -66,14 +68,14 @@ def _draw_bars(dist: torch.Tensor, drawn: int, vocab: str, name: str, title: str
     return figure(data, _layout(title, [arrow(label(vocab, drawn), dist[drawn], "drawn")]))
 
 
-def residual_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
+def residual_bars(r: RoundRecord, vocab: list[str], top: int = 12) -> go.Figure:
     """After a rejection: norm(max(0, p - q)), and the correction drawn from it."""
     return _draw_bars(r.residual, r.correction, vocab, "norm(max(0, p − q))",
                       f"Residual: correction {label(vocab, r.correction)!r}<br><sub>drawn from norm(max(0, p − q))</sub>",
                       top)  # fmt: skip
 
 
-def bonus_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
+def bonus_bars(r: RoundRecord, vocab: list[str], top: int = 12) -> go.Figure:
     """After a fully accepted draft (or none: a plain step): the target's next distribution, and the
     bonus drawn from it. Two short lines: the chart is ~300 px wide beside the text at 1024 px."""
     why = "every drafted character accepted: one more, free" if r.draft_tokens else "nothing drafted: a plain step"
@@ -81,7 +83,7 @@ def bonus_bars(r: RoundRecord, vocab: str, top: int = 12) -> go.Figure:
                       f"Bonus: {label(vocab, r.bonus)!r}, drawn from p<br><sub>{why}</sub>", top)  # fmt: skip
 
 
-def candidate_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def candidate_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """One row per drafted token the target checked, in the order it checked them. No min(1, p/q)
     column: it is p/q capped at 1, and u < min(1, p/q) exactly when u < p/q (u < 1); without it the
     table fits beside the text at 1024 px (specviz/charts/verdict.py)."""

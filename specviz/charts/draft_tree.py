@@ -41,7 +41,7 @@ def layout(parents: list[int]) -> list[tuple[int, float]]:
     return [pos[i] for i in range(len(parents) + 1)]
 
 
-def draft_tree_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
+def draft_tree_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
     """The round's draft as a tree: a node per drafted token (hover: node index, q(x), p(x) and
     the try's outcome), the accepted path drawn thick and green from the root."""
     xy = layout(r.draft_parents)

@@ -16,7 +16,7 @@ def feature_rows(r: RoundRecord) -> list[dict]:
     return r.draft_notes.get("feature_rows", []) if "head" in r.draft_notes else []
 
 
-def features_heatmap(r: RoundRecord, vocab: str) -> go.Figure:
+def features_heatmap(r: RoundRecord, vocab: list[str]) -> go.Figure:
     """Rows: the context entries fed this round (the target's features, fused for EAGLE-3), then each
     draft step's own fed-back state; columns: the first dimensions of each row."""
     rows = feature_rows(r)

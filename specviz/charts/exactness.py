@@ -14,7 +14,7 @@ from specviz.charts.figure import bar, figure
 from specviz.teaching.exactness import ExactnessResult, tv
 
 
-def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: str, top: int = 15) -> list[dict]:
+def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: list[str], top: int = 15) -> list[dict]:
     """The ``top`` most likely outcomes under the target, plus any outcome observed more often
     than the least of them (what a biased rule over-produces), most likely first.
     ``expected``: probabilities, ``counts``: observed counts, both (V,) * n_tokens."""
@@ -45,12 +45,12 @@ def outcome_bars(rows: list[dict], title: str) -> go.Figure:
     return figure(data, layout)
 
 
-def sequence_chart(res: ExactnessResult, vocab: str, top: int = 15) -> go.Figure:
+def sequence_chart(res: ExactnessResult, vocab: list[str], top: int = 15) -> go.Figure:
     title = f"The first {res.expected.dim()} characters: the likeliest outcomes, expected vs observed ({res.samples:,} runs)"
     return outcome_bars(outcome_rows(res.expected, res.observed, vocab, top), title)
 
 
-def first_char_chart(res: ExactnessResult, vocab: str, top: int = 15) -> go.Figure:
+def first_char_chart(res: ExactnessResult, vocab: list[str], top: int = 15) -> go.Figure:
     """The marginal of the first character: fewer outcomes, so a bias shows with fewer runs."""
     rest = tuple(range(1, res.expected.dim()))
     e = res.expected.sum(rest) if rest else res.expected

@@ -9,7 +9,7 @@ from specviz.charts.distributions import label, pq_bars
 from specviz.core.record import PositionRecord, RoundRecord
 
 
-def draft_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def draft_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """The drafted characters in order, with no verdict."""
     return pd.DataFrame({"draft": range(1, len(r.draft_tokens) + 1), "character": [label(vocab, t) for t in r.draft_tokens],
                          "parent": ["root" if p < 0 else f"draft {p + 1}" for p in r.draft_parents]})  # fmt: skip
@@ -28,7 +28,7 @@ VERIFY_HELP = {
 }
 
 
-def verify_frame(r: RoundRecord, root: int, vocab: str) -> pd.DataFrame:
+def verify_frame(r: RoundRecord, root: int, vocab: list[str]) -> pd.DataFrame:
     """One row per position of the verification pass: what goes in, at which position id, and which
     drafts the target's distribution there judges (the children of that input)."""
     rows = []
@@ -44,7 +44,7 @@ def verify_frame(r: RoundRecord, root: int, vocab: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def question_bars(pos: PositionRecord, vocab: str) -> go.Figure:
+def question_bars(pos: PositionRecord, vocab: list[str]) -> go.Figure:
     """pq_bars with the verdict and the uniform draw taken out: what a student sees before guessing."""
     fig = pq_bars(pos, vocab)
     fig.update_annotations(text="candidate: accepted or rejected?")

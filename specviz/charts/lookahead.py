@@ -14,7 +14,7 @@ def is_lookahead(r: RoundRecord) -> bool:
     return "window" in r.draft_notes
 
 
-def candidate_rows(r: RoundRecord, vocab: str) -> list[dict]:
+def candidate_rows(r: RoundRecord, vocab: list[str]) -> list[dict]:
     """One row per candidate n-gram: its text, where the pool got it, and how many of its tokens
     the round accepted (the common prefix of its continuation, cut to K, with the accepted path)."""
     accepted = [r.draft_tokens[i] for i in r.accepted_path]
@@ -36,7 +36,7 @@ def sampling_cost(r: RoundRecord) -> dict:
     return {"greedy_guesses": len(greedy), "mean_accept": mean, "accepted": sum(c.accepted for c in greedy)}
 
 
-def window_figure(r: RoundRecord, vocab: str) -> go.Figure:
+def window_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
     """The window as the verify pass saw it: cell (j, i) at x = its offset after the root, y = its
     level (Jacobi step, oldest at the bottom), and above it the new guesses the pass made. Cells
     the round's emitted text confirms are green; columns that did not run are grey (no room left in

@@ -11,7 +11,7 @@ from specviz.core.markup import plotly_text
 RANK_COLOURS = [BLUE, ORANGE, GREEN, SKY, VERMILLION, PURPLE, YELLOW, BLUE]  # candidate rank 1, 2, ...
 
 
-def heads_figure(notes: dict, vocab: str) -> go.Figure:
+def heads_figure(notes: dict, vocab: list[str]) -> go.Figure:
     """Grouped bars: one group per head (head i = draft depth i), one bar per candidate, its height the
     head's probability and its label the character. Ranks are told apart by colour and by the
     rank in the hover and the legend."""

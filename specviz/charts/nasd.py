@@ -92,7 +92,7 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
     return fig
 
 
-def added_frame(r: RoundRecord, effects: list[str], vocab: str) -> pd.DataFrame:
+def added_frame(r: RoundRecord, effects: list[str], vocab: list[str]) -> pd.DataFrame:
     """What the round taught the storage, one row per count added."""
     added = r.drafter_update.get("added", [])
     return pd.DataFrame(
@@ -109,7 +109,7 @@ def added_frame(r: RoundRecord, effects: list[str], vocab: str) -> pd.DataFrame:
     )
 
 
-def storage_frame(rows: list[dict], vocab: str) -> pd.DataFrame:
+def storage_frame(rows: list[dict], vocab: list[str]) -> pd.DataFrame:
     """The storage itself (NASDDrafter.rows()): one row per context, its next tokens with counts."""
     return pd.DataFrame(
         [
@@ -123,7 +123,7 @@ def storage_frame(rows: list[dict], vocab: str) -> pd.DataFrame:
     )
 
 
-def lookups_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def lookups_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """How the round's draft was made: one row per storage lookup, and what verification said."""
     status = node_status(r)
     rows = []
@@ -159,7 +159,7 @@ def drafts_figure(rounds: list[RoundRecord], current: int | None = None) -> go.F
     return fig
 
 
-def drafts_frame(rounds: list[RoundRecord], vocab: str) -> pd.DataFrame:
+def drafts_frame(rounds: list[RoundRecord], vocab: list[str]) -> pd.DataFrame:
     return pd.DataFrame(
         [
             {

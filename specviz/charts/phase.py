@@ -10,7 +10,7 @@ from specviz.charts.palette import ACCEPTED, INK, REJECTED
 from specviz.core.record import PositionRecord
 
 
-def accept_test(pos: PositionRecord, vocab: str) -> go.Figure:
+def accept_test(pos: PositionRecord, vocab: list[str]) -> go.Figure:
     a = pos.accept_prob
     x = repr(label(vocab, pos.token))
     h = {"orientation": "h", "width": 0.5}

@@ -53,7 +53,7 @@ def _node(node) -> str:
     return "root" if node == -1 else str(node)
 
 
-def traversal_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def traversal_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """One row per try of a traversal-verified round, in the order they were made."""
     rows = [{"try": i + 1, "node": _node(t["node"]), "path": "".join(label(vocab, x) for x in _path(r, t["node"])),
              "depth": t["depth"], "sequence ratio": t["ratio"], "α": t["alpha"], "u": t["u"],
@@ -75,7 +75,7 @@ CHECK_HELP = {
 }
 
 
-def checks_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def checks_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """The drafted nodes tried, in traversal order, with α (not min(1, p/q)) as the acceptance probability."""
     return pd.DataFrame([{"depth": p.depth, "token": label(vocab, p.token), "q(x)": p.q_x, "p(x)": p.p_x,
                           "p/q": p.ratio, "α": p.accept_prob, "u": p.u,
@@ -89,7 +89,7 @@ def both_rules(r: RoundRecord) -> dict:
     return {"lossless": e["lossless"], "traversal": e[r.verify_notes["rule"]], "kept": len(r.accepted_path)}
 
 
-def traversal_figure(r: RoundRecord, vocab: str) -> go.Figure:
+def traversal_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
     """Per try, in order: the acceptance probability α (a bar, green where accepted) and the draw u
     (a cross: accepted when it falls under the bar's top)."""
     tries = r.verify_notes["tries"]

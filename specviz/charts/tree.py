@@ -100,7 +100,7 @@ class TrieView:
         return "prefix" if n in self.prefix_ids else "other"
 
 
-def trie_figure(nodes: list[dict], vocab: str, matched_prefix: list[int], tree: list[dict],
+def trie_figure(nodes: list[dict], vocab: list[str], matched_prefix: list[int], tree: list[dict],
                 accepted_path: list[int] = (), levels: int = 6, max_nodes: int = 80) -> go.Figure:  # fmt: skip
     """The trie around the match: root, matched prefix, draft tree and accepted path coloured;
     each node shows its character, its frequency beside it. ``levels`` and ``max_nodes`` bound
@@ -155,7 +155,7 @@ def trie_figure(nodes: list[dict], vocab: str, matched_prefix: list[int], tree: 
     return fig
 
 
-def _slot_labels(r: RoundRecord, vocab: str, root_token: int) -> list[str]:
+def _slot_labels(r: RoundRecord, vocab: list[str], root_token: int) -> list[str]:
     """Slot 0 is the root (the last context token), slot i + 1 is draft node i."""
     return [label(vocab, t) for t in [root_token] + r.draft_tokens]
 
@@ -170,7 +170,7 @@ def node_status(r: RoundRecord) -> list[str]:
     ]
 
 
-def flattening_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
+def flattening_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
     """The depth-first token row sent to the target in one forward pass, each cell with its
     position id (siblings share one: the cache position is kv_before + depth), and an arc from
     each node to its parent, so the tree can be read off the flat row."""
@@ -216,7 +216,7 @@ def attention_mask(r: RoundRecord) -> list[list[bool]]:
     return r.tree_mask if r.tree_mask is not None else tree_mask(r.draft_parents).tolist()
 
 
-def mask_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
+def mask_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
     """The tree attention mask: row i may attend to column j (1) iff j is i or an ancestor.
     Rows are labelled with token and position id; the accepted path's rows are outlined."""
     z = [[int(v) for v in row] for row in attention_mask(r)]
@@ -241,7 +241,7 @@ def mask_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
     return fig
 
 
-def kv_gather_figure(r: RoundRecord, vocab: str, root_token: int) -> go.Figure:
+def kv_gather_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
     """Top row: the cache after verification (root at kv_before, then one entry per drafted
     token). Bottom row: after the gather, the root and the accepted path, moved together."""
     labels = _slot_labels(r, vocab, root_token)

@@ -43,17 +43,17 @@ def multi_try_nodes(r: RoundRecord) -> list[int]:
     return [n for n, c in count.items() if c > 1]
 
 
-def node_name(r: RoundRecord, vocab: str, node: int) -> str:
+def node_name(r: RoundRecord, vocab: list[str], node: int) -> str:
     """A parent as a plain-text option label (no markup is parsed where it is shown)."""
     return "the root" if node == -1 else f"node {node} '{label(vocab, r.draft_tokens[node])}'"
 
 
-def _top(dist, vocab: str, n: int = 3) -> str:
+def _top(dist, vocab: list[str], n: int = 3) -> str:
     ids = sorted(range(len(dist)), key=lambda t: -dist[t])[:n]
     return ", ".join(f"{label(vocab, t)} {dist[t]:.2f}" for t in ids if dist[t] > 0)
 
 
-def tries_frame(r: RoundRecord, vocab: str, node: int) -> pd.DataFrame:
+def tries_frame(r: RoundRecord, vocab: list[str], node: int) -> pd.DataFrame:
     """One row per child of ``node`` tried this round, in the order tried (a dataframe shows
     the tokens as text: no markup)."""
     rows = []
@@ -66,7 +66,7 @@ def tries_frame(r: RoundRecord, vocab: str, node: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def tries_sentence(r: RoundRecord, vocab: str, node: int, sampling: str | None) -> str:
+def tries_sentence(r: RoundRecord, vocab: list[str], node: int, sampling: str | None) -> str:
     """What happened at ``node``, for a caption (plain words; escape before markdown)."""
     tries = [p for p in r.positions if parent_of(r, p.node) == node]
     won = next((p for p in tries if p.accepted), None)

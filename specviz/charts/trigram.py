@@ -18,7 +18,7 @@ HELP = {
 }
 
 
-def trigram_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def trigram_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """One row per drafted position (COLUMNS); empty for drafters that are not the trigram. Five
     narrow columns: the table sits beside the text, ~300 px wide at 1024 px (min_context_count, the
     same for every row, is in its heading)."""

@@ -32,7 +32,7 @@ TABLES = {"block": (block.block_frame, block.HELP)}  # rule -> (table of the che
 TABLES |= {rule: (traversal.checks_frame, traversal.CHECK_HELP) for rule in traversal.RULES}
 
 
-def checks_frame(r: RoundRecord, vocab: str) -> pd.DataFrame:
+def checks_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     return TABLES.get(r.verify_notes.get("rule"), (candidate_frame, None))[0](r, vocab)
 
 

@@ -85,7 +85,7 @@ def prepare(args, max_new_tokens: int):
     neural = "draft_model" in drafter.needs
     if neural:
         tiny_config, tiny_tokenizer, _ = checkpoint_header("tiny")
-        if tiny_tokenizer.chars != tokenizer.chars:
+        if tiny_tokenizer.pieces != tokenizer.pieces:
             raise CLIError(f"the {settings.drafter} drafter (tiny) has another vocabulary than {cut(args.model)}: "
                            "it cannot draft for it")  # fmt: skip
     target = load_checkpoint(args.model)

@@ -103,9 +103,9 @@ def cmd_exactness(args) -> None:
         res = checked(lambda: run_exactness(target, prompt, settings, args.samples, draft_model, n_tokens=args.first,
                                             progress=lambda n: bar.update(n - bar.n)))  # fmt: skip
     kind, sentence = verdict(res, ALPHA)
-    chars = target.tokenizer.chars
+    pieces = target.tokenizer.pieces
     e, o = res.expected.flatten(), res.observed.flatten()
-    rows = [{"tokens": "".join(chars[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
+    rows = [{"tokens": "".join(pieces[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
              "expected": float(e[i]), "observed": int(o[i]) / res.samples}
             for i in e.argsort(descending=True)[:10].tolist()]  # fmt: skip
     test = lambda t: {"statistic": t.statistic, "dof": t.dof, "p_value": t.p_value}  # noqa: E731

@@ -22,9 +22,10 @@ from specviz.adaptive.policy import AdaptiveK
 from specviz.core.record import RoundRecord, Trace
 from specviz.core.sampling import Stream, probs_from_logits
 from specviz.core.settings import Settings
+from specviz.core.target import TargetModel, room, window_start
 from specviz.drafters import Drafter, Sources, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
-from specviz.kernels.cached_model import CachedModel, room, window_start
+from specviz.kernels.cached_model import CachedModel
 from specviz.verifiers import expected_acceptance, get_verifier
 
 IDLE = "chose K = 0: the drafter was not asked"
@@ -33,7 +34,7 @@ IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so 
                  "the drafter is neither asked nor updated, and the target keeps no features for it")  # fmt: skip
 
 
-def verify_pass(target: CachedModel, root: int, draft: Draft, prefix: list[int] = ()):
+def verify_pass(target: TargetModel, root: int, draft: Draft, prefix: list[int] = ()):
     """The round's one target forward: the context tokens the cache lacks (``prefix``: a prefill
     round's, else none), then [root + draft nodes] (tree attention for a tree), then the draft's extra
     tokens if it has any (Draft.extra: lookahead's Jacobi window). The prefix is causal and every
@@ -76,7 +77,7 @@ class Generation:
         if not prompt:
             raise ValueError("the prompt is empty")
         self.settings = settings
-        self.target = CachedModel(target.model)
+        self.target: TargetModel = CachedModel(target.model)
         assert drafter is None or not drafter.stateful
         self.drafter: Drafter = drafter or make_drafter(Sources(settings, target, prompt, self.target, draft_model))
         self.verifier = get_verifier(settings.verification)
@@ -97,7 +98,7 @@ class Generation:
             self.target.capture(())
         self.gen = Stream().manual_seed(settings.seed)
         self.tokens = list(prompt)
-        self.trace = Trace(asdict(settings), target.tokenizer.chars, list(prompt))
+        self.trace = Trace(asdict(settings), target.tokenizer.pieces, list(prompt))
         self.lock = threading.Lock()
 
     @property

@@ -95,8 +95,13 @@ class RoundRecord:
 
 @dataclass
 class Trace:
+    """A run: its settings, the prompt and every round, all as token ids. ``vocab`` holds each id's
+    piece of text (the tokenizer's ``pieces``: one character each for the character model, longer for
+    a BPE tokenizer); text is made by joining pieces, never by assuming a token is one character. The
+    JSON export keeps the key ``vocab``, a list of these pieces."""
+
     settings: dict
-    vocab: str
+    vocab: list[str]  # the text of token id i is vocab[i]
     prompt: list[int]
     rounds: list[RoundRecord] = field(default_factory=list)
 
@@ -136,7 +141,7 @@ class Trace:
             for r in rounds:
                 for k in TIMING_FIELDS:
                     del r[k]
-        return {"settings": self.settings, "vocab": self.vocab, "prompt": self.prompt, "text": self.text,
+        return {"settings": self.settings, "vocab": list(self.vocab), "prompt": self.prompt, "text": self.text,
                 **self.summary(), "rounds": rounds}  # fmt: skip
 
     def to_json(self, timings: bool = True) -> str:

@@ -1,8 +1,8 @@
 """EAGLE drafts (EAGLE-1, Li et al. 2024; EAGLE-3, Li et al. 2025): a one-block head drafts from the
 target's own hidden features (models/eagle.py), read from the target's KV cache at no extra pass.
 
-The target's CachedModel captures, per cache entry, the residual stream after the blocks the head
-reads (CachedModel.capture, asked for in __init__, before the first forward). The cache holds the
+The target (specviz/core/target.py) captures, per cache entry, the residual stream after the blocks
+the head reads (TargetModel.capture, asked for in __init__, before the first forward). The cache holds the
 context minus its root (the last token), so entries 0..P-1 are context[s..s+P-1] with their
 features f_0..f_{P-1}: the head's entry i reads (f_i, context[s+i+1]), and its entry P-1 reads the
 root as its token, which is how the head drafts the token after the root without the root's own
@@ -43,9 +43,10 @@ from torch.nn import functional as F
 
 from models.eagle import EagleHead, load_head
 from specviz.core.sampling import probs_from_logits
+from specviz.core.target import TargetModel, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
 from specviz.kernels.attention import attn_bias
-from specviz.kernels.cached_model import CachedModel, block_weights, lean_block, window_start
+from specviz.kernels.cached_model import block_weights, lean_block
 from specviz.kernels.linear import Linear
 
 # Per drafted token, in target forward passes (see the docstring for the measurements).
@@ -119,7 +120,7 @@ class HeadCache:
     written in place, as the target's. Entries 0..n-1 are the context's (true features); a draft
     writes its steps after them, as scratch that the next round's entries overwrite."""
 
-    def __init__(self, head: EagleHead, target: CachedModel):
+    def __init__(self, head: EagleHead, target: TargetModel):
         self.head, self.lean, self.target = head, lean_head(head), target
         target.capture(head.config.layers)
         self.kv = self._alloc(target.block_size + 64)  # (k, v), each (nh, capacity, hs)
@@ -128,8 +129,8 @@ class HeadCache:
         self.fed = 0  # entries fed through the head, all rounds (tests: the context is fed once)
 
     def _alloc(self, capacity: int) -> tuple[torch.Tensor, torch.Tensor]:
-        t = self.target
-        return tuple(torch.empty(t.n_head, capacity, t.hs, dtype=t.dtype) for _ in range(2))
+        c = self.lean.config  # the head's own block: its heads, the target's width and dtype
+        return tuple(torch.empty(c.n_head, capacity, c.n_embd // c.n_head, dtype=self.target.dtype) for _ in range(2))
 
     def step(self, g: torch.Tensor, tokens: list[int], at: int, bias=None) -> torch.Tensor:
         """LeanHead.step on this cache, grown first if entries at..at+T-1 would not fit. -> (T, C)"""
@@ -195,7 +196,7 @@ class EagleDrafter(Drafter):
     def build(cls, src):
         return cls(shared_head(cls.head_name(src.settings), src.checkpoint), src.need("target", cls.name))
 
-    def __init__(self, head: EagleHead, target: CachedModel):
+    def __init__(self, head: EagleHead, target: TargetModel):
         self.head = head
         self.cache = HeadCache(head, target)
 

@@ -13,11 +13,11 @@ the root's column being the head's last context entry. One head pass per depth.
 import torch
 
 from models.eagle import EagleHead
+from specviz.core.target import TargetModel
 from specviz.drafters.base import chain, tree_mask
 from specviz.drafters.eagle import DRAFT_COST, SKIPPED, HeadCache, head_name, shared_head
 from specviz.drafters.neural_tree import CHILDREN, NeuralTreeDrafter
 from specviz.kernels.attention import attn_bias
-from specviz.kernels.cached_model import CachedModel
 
 
 class EagleTreeDrafter(NeuralTreeDrafter):
@@ -41,7 +41,7 @@ class EagleTreeDrafter(NeuralTreeDrafter):
         head = shared_head(head_name(s), src.checkpoint)
         return cls(head, src.need("target", cls.name), s.eagle_tree_nodes, s.eagle_tree_children, s.tree_sampling)
 
-    def __init__(self, head: EagleHead, target: CachedModel, nodes: int = 16, children: int = CHILDREN,
+    def __init__(self, head: EagleHead, target: TargetModel, nodes: int = 16, children: int = CHILDREN,
                  sampling: str = "without-replacement"):  # fmt: skip
         self.head, self.cache = head, HeadCache(head, target)
         self.nodes, self.children, self.sampling = nodes, children, sampling

@@ -4,9 +4,9 @@ final layer norm and lm_head. No second model, no second vocabulary, no second p
 
 The draft's cache is the target's cache. Layer i < n of the full model computes exactly the same
 keys and values as layer i of the early-exit model for the same tokens at the same positions, so
-the drafter takes no copy: it runs its n layers in the target's own KV buffers (CachedModel.blocks
-with n_layers=n), writing each drafted token's keys and values where the verification pass writes
-them next, as scratch after the committed entries. The verify pass then overwrites them with the
+the drafter takes no copy: it runs its n layers in the target's own KV buffers
+(TargetModel.first_layers), writing each drafted token's keys and values where the verification
+pass writes them next, as scratch after the committed entries. The verify pass then overwrites them with the
 same values, and the target's trim keeps the accepted ones: there is no draft cache to trim or
 prefill, ever. A round costs k one-token passes through n layers, plus the usual verify pass.
 What is not saved: the verify pass is the engine's one full forward, so it computes the first n
@@ -26,8 +26,8 @@ the shallow exits of this 4-layer model are rough guesses.
 import torch
 
 from specviz.core.sampling import probs_from_logits
+from specviz.core.target import TargetModel, window_start
 from specviz.drafters.base import Drafter, chain, sample_chain
-from specviz.kernels.cached_model import CachedModel, window_start
 
 
 class LayerSkipDrafter(Drafter):
@@ -59,8 +59,8 @@ class LayerSkipDrafter(Drafter):
                 f"layer-skip draft layers must be below the target's {config.n_layer} layers, got {settings.layer_skip_layers}"
             )
 
-    def __init__(self, target: CachedModel, n_layers: int):
-        L = len(target.w.layers)
+    def __init__(self, target: TargetModel, n_layers: int):
+        L = target.n_layer
         if not 1 <= n_layers < L:
             raise ValueError(f"layer-skip needs 1 <= layers < {L} (the target's layer count), got {n_layers}")
         self.target, self.n = target, n_layers
@@ -71,8 +71,7 @@ class LayerSkipDrafter(Drafter):
         """Feed one token at cache entry ``index`` (position index) through the first n layers and
         exit early; it attends to every entry before it. -> (V,) logits"""
         t = self.target
-        t.reserve(index + 1)
-        x = t.blocks(t.embed([token], [index]), index, None, self.n)  # (1, C)
+        x = t.first_layers([token], [index], index, self.n)  # (1, C)
         self.fed += 1
         return t.head(x)[0]  # (V,)
 
@@ -94,6 +93,6 @@ class LayerSkipDrafter(Drafter):
 
         fed = self.fed
         draft = sample_chain(next_dist, context, k, temperature, gen)
-        draft.notes = {"layers": self.n, "of": len(t.w.layers), "cache_entries_reused": P,
+        draft.notes = {"layers": self.n, "of": t.n_layer, "cache_entries_reused": P,
                        "tokens_fed": self.fed - fed}  # fmt: skip
         return draft

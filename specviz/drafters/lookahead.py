@@ -53,8 +53,8 @@ from functools import cache
 
 import torch
 
+from specviz.core.target import room
 from specviz.drafters.base import Draft, Drafter, Extra, depth_first
-from specviz.kernels.cached_model import room
 
 
 class NGramPool:

@@ -6,7 +6,7 @@ the context's second-to-last token, and the feature written there is h_t, the on
 lm_head read to predict the root (context[-1], already emitted). Head i on h_t guesses the token
 i + 1 steps after position t, which is i steps after the root: head 1 the root's children (draft
 depth 1), head 2 depth 2, and so on. That feature was written by the previous round's verify pass
-(CachedModel.capture keeps it per entry and ``keep`` gathers it along a tree's accepted path), so
+(TargetModel.capture keeps it per entry and ``keep`` gathers it along a tree's accepted path), so
 drafting costs H small head passes and **no** target pass. Round 0 prefills the prompt itself, the
 prefill the verify pass would do anyway (as layer-skip does); a one-token context has no entry
 before its root and drafts nothing, and neither does a round whose window moved (the verify pass
@@ -27,8 +27,8 @@ more and is not exact.
 import torch
 
 from models.medusa import MedusaHeads, cached_heads
+from specviz.core.target import TargetModel, window_start
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
-from specviz.kernels.cached_model import CachedModel, window_start
 
 
 class MedusaDrafter(Drafter):
@@ -77,8 +77,8 @@ class MedusaDrafter(Drafter):
         target, s = src.need("target", cls.name), src.settings
         return cls(target, cached_heads(src.checkpoint.path, target.dtype), s.medusa_nodes, s.medusa_top_k)
 
-    def __init__(self, target: CachedModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
-        if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.w.wte.size(0):
+    def __init__(self, target: TargetModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
+        if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.vocab_size:
             raise ValueError("the Medusa heads were made for a model of another width or vocabulary")
         self.target, self.heads, self.nodes, self.top_k = target, heads, nodes, top_k
         self.max_nodes = nodes

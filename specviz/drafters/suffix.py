@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from models.tokenizer import CharTokenizer
 from specviz.drafters.base import Draft, Drafter, grow_tree
 from specviz.training.distill import DEFAULT_CORPUS
 from specviz.training.train import split
@@ -177,10 +178,10 @@ def longest_match(index, context: list[int], max_len: int) -> list[int]:
 
 
 def corpus_ids(path: Path, chars: str) -> np.ndarray:
-    """The training split (nanoGPT's first 90%, as specviz.training.train.split) as token ids."""
-    stoi = {c: i for i, c in enumerate(chars)}
+    """The training split (nanoGPT's first 90%, as specviz.training.train.split) as token ids, encoded
+    by the character tokenizer whose vocabulary is ``chars`` (a checkpoint's)."""
     text = path.read_text(encoding="utf-8")
-    return split(np.fromiter((stoi[c] for c in text), dtype=np.int64, count=len(text)))[0]
+    return split(np.array(CharTokenizer(chars).encode(text), dtype=np.int64))[0]
 
 
 @functools.cache

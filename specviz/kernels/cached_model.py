@@ -1,11 +1,12 @@
-"""A model with the KV cache of a prefix of the context, the context-window policy, and the lean
-forward pass that every round runs.
+"""A model with the KV cache of a prefix of the context, and the lean forward pass that every round
+runs: ``CachedModel``, the nanoGPT's implementation of the target interface (specviz/core/target.py).
 
 The cache always holds the context minus its last token (the token a round starts from). Past
-block_size every decoder shares one policy: the token at index t is predicted from
-context[window_start(t):t], the window jumping forward by half a block at a time. The window
-depends only on t, never on K or on the drafter, so temperature-0 outputs are identical for the
-baseline and every drafter; a round never spans a window jump (see ``room``).
+block_size every decoder shares one policy (window_start and room, in specviz/core/target.py): the
+token at index t is predicted from context[window_start(t):t], the window jumping forward by half a
+block at a time. The window depends only on t, never on K or on the drafter, so temperature-0
+outputs are identical for the baseline and every drafter; a round never spans a window jump (see
+``room``).
 
 Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3M-parameter model
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
@@ -27,22 +28,9 @@ import torch
 from torch.nn import functional as F
 
 from models.gpt import GPT, PositionError
+from specviz.core.target import window_start
 from specviz.kernels.attention import attend, attn_bias
 from specviz.kernels.linear import Linear
-
-
-def window_start(t: int, block_size: int) -> int:
-    """First context index seen when predicting the token at index t."""
-    if t <= block_size:
-        return 0
-    half = block_size // 2
-    return half * -(-(t - block_size) // half)  # ceil to a multiple of half a block
-
-
-def room(t: int, block_size: int) -> int:
-    """How many tokens past index t can be predicted in the same window as token t."""
-    s = window_start(t, block_size)
-    return s + block_size - t
 
 
 class LeanWeights:
@@ -100,11 +88,15 @@ def lean_weights(model: GPT) -> LeanWeights:
 
 
 class CachedModel:
+    """A GPT with its KV cache, run by the lean pass. Implements specviz.core.target.TargetModel (the
+    engine's and the drafters' view of it); the rest (``extend``, ``next_logits``, ``trim_to``) serves
+    the neural drafters, which run the tiny model through it too."""
+
     def __init__(self, model: GPT):
         cfg = model.config
         self.model = model
         self.w = lean_weights(model)
-        self.block_size = cfg.block_size
+        self.block_size, self.vocab_size, self.n_layer = cfg.block_size, cfg.vocab_size, cfg.n_layer
         self.n_head, self.hs, self.n_embd = cfg.n_head, cfg.n_embd // cfg.n_head, cfg.n_embd
         self.dtype = self.w.wte.dtype
         self.device = self.w.wte.device
@@ -221,6 +213,13 @@ class CachedModel:
             x = lean_block(x, w, K, V, P, bias, self.n_head, out)  # (T, C)
         return x
 
+    def first_layers(self, tokens: list[int], positions: list[int], at: int, n_layers: int) -> torch.Tensor:
+        """The layer-skip draft's pass (specviz/drafters/layer_skip.py): ``tokens`` through the first
+        ``n_layers`` blocks only, their keys and values written at cache entries at..at+T-1 (scratch the
+        verify pass overwrites with the same values), causal after every entry before ``at``. -> (T, C)"""
+        self.reserve(at + len(tokens))
+        return self.blocks(self.embed(tokens, positions), at, None, n_layers)
+
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The final layer norm and the language-model head (also the layer-skip draft's early exit). (T, C) -> (T, V)"""
         return self.w.lm_head(F.layer_norm(x, (self.n_embd,), *self.w.ln_f))  # (T, V)
@@ -281,6 +280,11 @@ class CachedModel:
             self.cached = self.cached[:keep]
         self._new = 0
         return moved
+
+    def held(self) -> tuple:
+        """The model, its lean weights and the cache's buffers: what a drafter bound to this target shares
+        with plain decoding, left out of the drafter's memory figure (specviz/bench/memory.py)."""
+        return (self.model, self.w, *(t for kv in self.kv for t in kv), self.feats)
 
     def copy_from(self, other: "CachedModel") -> None:
         """Take another cache's committed entries (same model): a shared prompt's prefill."""

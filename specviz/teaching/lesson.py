@@ -37,7 +37,7 @@ class Step:
     outcome: str = ""  # "check": the verdict, shown only once revealed
 
 
-def c(vocab: str, token: int) -> str:
+def c(vocab: list[str], token: int) -> str:
     """A character as markdown code: spaces and newlines visible, '$' and '*' inert."""
     return f"`{label(vocab, token)}`"
 
@@ -59,7 +59,9 @@ def enough(rounds: list[RoundRecord]) -> bool:
     return main is not None and main.n_accepted > 0 and bonus is not None
 
 
-def check_texts(pos: PositionRecord, vocab: str, temperature: float, after_sibling: bool = False) -> tuple[str, str]:
+def check_texts(
+    pos: PositionRecord, vocab: list[str], temperature: float, after_sibling: bool = False
+) -> tuple[str, str]:
     """(question, outcome) for one drafted character tried against the target."""
     x = c(vocab, pos.token)
     sibling = " (tried after a rejected sibling in the tree, so p is the residual it left)" if after_sibling else ""
@@ -80,7 +82,7 @@ def check_texts(pos: PositionRecord, vocab: str, temperature: float, after_sibli
     return ask, f"{why}, so {x} is **{'accepted' if pos.accepted else 'rejected'}**."
 
 
-def steps(rounds: list[RoundRecord], vocab: str, settings: Settings) -> list[Step]:
+def steps(rounds: list[RoundRecord], vocab: list[str], settings: Settings) -> list[Step]:
     main, bonus = pick_rounds(rounds)
     if main is None and bonus is None:
         return []

@@ -33,7 +33,7 @@ def _n(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else many or one + 's'}"
 
 
-def round_phases(r: RoundRecord, vocab: str) -> list[Phase]:
+def round_phases(r: RoundRecord, vocab: list[str]) -> list[Phase]:
     n, kind = len(r.draft_tokens), "tree" if r.tree_mask is not None else "chain"
     phases = [
         Phase("draft", "1 draft", f"The drafter proposes {n} candidate{'s' if n != 1 else ''} as a {kind}: "

@@ -25,8 +25,13 @@ REPLAY_SECONDS = 8.0  # how long the plain lane takes on screen
 class Lane:
     label: str
     times: list[float]  # seconds from the start at which each emitted token appeared
-    chars: str  # the emitted characters, in order
-    kinds: list[str]  # per character: "plain", "accepted", "correction" or "bonus"
+    pieces: list[str]  # per emitted token, its text (Trace.vocab), in order
+    kinds: list[str]  # per token: "plain", "accepted", "correction" or "bonus"
+
+    @property
+    def chars(self) -> str:
+        """The emitted text."""
+        return "".join(self.pieces)
 
     @property
     def seconds(self) -> float:
@@ -34,15 +39,15 @@ class Lane:
 
 
 def lane(trace: Trace, label: str) -> Lane:
-    times, chars, kinds, t = [], [], [], 0.0
+    times, pieces, kinds, t = [], [], [], 0.0
     plain = trace.settings["drafter"] == BASELINE
     for r in trace.rounds:
         t += r.draft_s + r.verify_s + r.accept_s
         for tok, kind in zip(r.emitted, r.emitted_kinds, strict=True):
             times.append(t)
-            chars.append(trace.vocab[tok])
+            pieces.append(trace.vocab[tok])
             kinds.append("plain" if plain else kind)
-    return Lane(label, times, "".join(chars), kinds)
+    return Lane(label, times, pieces, kinds)
 
 
 def _seconds(trace: Trace) -> float:
@@ -123,7 +128,7 @@ function frame(now) {
     while (shown[i] < L.times.length && L.times[shown[i]] <= elapsed) {
       const s = document.createElement("span");
       s.className = L.kinds[shown[i]];
-      s.textContent = L.chars[shown[i]];
+      s.textContent = L.pieces[shown[i]];  // one token's text
       t.appendChild(s);
       shown[i]++;
     }

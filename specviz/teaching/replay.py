@@ -23,18 +23,18 @@ from specviz.teaching.text_view import LEGEND, STYLE, prompt_spans, round_spans
 MAX_POSITIONS = 4  # p/q charts per round: the first verified positions (a tree may verify dozens)
 
 
-def _glyphs(tokens: list[int], vocab: str) -> str:
+def _glyphs(tokens: list[int], vocab: list[str]) -> str:
     return "".join(vocab[t] for t in tokens).replace("\n", "\u21b5")
 
 
-def round_heading(r: RoundRecord, vocab: str, rounds: int) -> str:
+def round_heading(r: RoundRecord, vocab: list[str], rounds: int) -> str:
     """One line per round, round 1 first. Plain text (the page sets it through textContent)."""
     kept = f"kept {len(r.accepted_path)} of {len(r.draft_tokens)} drafted"
     last = "correction" if r.correction is not None else "bonus"
     return f"Round {r.number} of {rounds}: {kept}, then a {last}; emitted {_glyphs(r.emitted, vocab)!r}"
 
 
-def round_figures(r: RoundRecord, vocab: str) -> list[dict]:
+def round_figures(r: RoundRecord, vocab: list[str]) -> list[dict]:
     figs = [pq_bars(p, vocab) for p in r.positions[:MAX_POSITIONS]]
     figs.append(residual_bars(r, vocab) if r.correction is not None else bonus_bars(r, vocab))
     figs.append(kv_ledger(r))

@@ -45,17 +45,18 @@ LEGEND = (
 PHASE_LEGEND = '<span class="sv-pending">not yet checked</span><span class="sv-focus">this phase</span>'
 
 
-def _glyph(ch: str) -> str:
+def _glyph(piece: str) -> str:
     # A newline gets a visible mark, so an accepted or rejected newline can be seen and hovered.
-    return "\u21b5\n" if ch == "\n" else ch
+    return piece.replace("\n", "\u21b5\n")
 
 
-def _span(kind: str, ch: str, title: str, now: bool = False, focus: bool = False) -> str:
+def _span(kind: str, piece: str, title: str, now: bool = False, focus: bool = False) -> str:
+    """One token's piece of text (one character, or several), marked as ``kind``."""
     cls = f"sv-{kind}" + (" sv-now" if now else "") + (" sv-focus" if focus else "")
-    return f'<span class="{cls}" title="{html.escape(title)}">{html.escape(_glyph(ch))}</span>'
+    return f'<span class="{cls}" title="{html.escape(title)}">{html.escape(_glyph(piece))}</span>'
 
 
-def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
+def round_spans(r: RoundRecord, vocab: list[str], now: bool) -> list[str]:
     """The round's characters in order; the current round also shows what it threw away."""
     tried = {p.node: p for p in r.positions}
     out = []
@@ -82,7 +83,7 @@ def round_spans(r: RoundRecord, vocab: str, now: bool) -> list[str]:
     return out
 
 
-def phase_spans(r: RoundRecord, vocab: str, phase: Phase) -> list[str]:
+def phase_spans(r: RoundRecord, vocab: list[str], phase: Phase) -> list[str]:
     """The current round as it stands at ``phase``: the checks made so far resolved, the one the
     phase is about outlined, a chain's candidates not yet checked pending; the full round at trim."""
     if phase.stage == "trim":

@@ -1,4 +1,4 @@
-"""Acceptance math: the seed's toy, no model. The page is ui/acceptance.py."""
+"""Acceptance math: the speculative-sampling toy, no model. The page is ui/acceptance.py."""
 
 from ui.acceptance import render
 

@@ -1,4 +1,4 @@
-"""Acceptance math: seed 003's toy with no model. Shape p and q with the sliders; the page shows
+"""Acceptance math: the speculative-sampling toy, with no model. Shape p and q with the sliders; the page shows
 what one accept/reject step accepts, what it redraws from, and a simulation of many steps whose
 output converges to p. Every number comes from specviz.teaching.toy; every figure from specviz.charts.toy."""
 
@@ -36,12 +36,12 @@ def controls() -> tuple:
     # Two rows of three: at 1024 px beside the sidebar, six columns cut the labels ("Draft temperatu re").
     c = st.columns(3) + st.columns(3)
     shape = c[0].radio("Target shape", toy.SHAPES, horizontal=True, key="toy_shape",
-                       help="random: seed 003's (rand − 0.5) × 3 logits. bump: one smooth peak.")  # fmt: skip
+                       help="random: the speculative-sampling toy's (rand − 0.5) × 3 logits. bump: one smooth peak.")  # fmt: skip
     V = c[1].slider("Vocabulary size V", 4, 64, 32, key="toy_v")
     sharpness = c[2].slider("Sharpness of p", 0.0, 5.0, 1.0, 0.1, key="toy_sharpness",
                             help="Multiplies the target's logits: 0 is uniform, large is peaked.")  # fmt: skip
     temperature = c[3].slider("Draft temperature", 0.0, 3.0, 0.5, 0.05, key="toy_temperature",
-                              help="q ∝ p^(1/T): below 1 the draft is over-confident (seed 003 uses 0.5), "
+                              help="q ∝ p^(1/T): below 1 the draft is over-confident (the toy uses 0.5), "
                               "1 copies p, 0 always drafts p's argmax.")  # fmt: skip
     shift = c[4].slider("Shift q by", -32, 32, 0, key="toy_shift",
                         help="Move q's mass this many tokens to the right (wrapping around).")  # fmt: skip
@@ -54,7 +54,7 @@ def render() -> None:
     page_setup()
     st.title("Acceptance math")
     question("Why does accepting with probability min(1, p/q), and redrawing from the residual, give exactly p?")
-    st.caption("Seed 003's toy, with no model: a target distribution p and a draft distribution q over a small "
+    st.caption("The speculative-sampling toy of Leviathan et al. and Chen et al.'s rule, with no model: a target distribution p and a draft distribution q over a small "
                "vocabulary. A draft x ~ q is accepted with probability min(1, p(x)/q(x)); on rejection a token is "
                "drawn from the residual norm(max(0, p − q)). The output is then distributed exactly as p.")  # fmt: skip
     params = controls()

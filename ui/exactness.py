@@ -2,7 +2,7 @@
 temperature, K and verification rule, tested against the target's exact distribution at every
 position (so every draft position 1..K), and the first few characters against their exact joint
 distribution (computed by enumeration). Any drafter and verification rule the sidebar allows:
-the lossless ones (token-wise, block) pass; the lossy ones (seed 004's "nasd-seed", the
+the lossless ones (token-wise, block) pass; the lossy ones (NASD's own rule, "nasd-seed", the
 deliberately wrong "replacement-mismatch") fail once N is large enough. See specviz.teaching.exactness.
 
 Runs only on the button, with a progress bar; results are kept per browser session, keyed by

@@ -69,7 +69,7 @@ def build_parser() -> OneLineParser:
     for rule, shape in alternatives().items():  # --no-block, --no-traversal: from the registry
         b.add_argument(f"--no-{rule}", action="store_true", help=f"skip the {rule}-verification rows ({shape}, T > 0)")
     b.add_argument("--no-lossy", action="store_true",
-                   help="skip the lossy methods' rows (NASD with seed 004's rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
+                   help="skip the lossy methods' rows (NASD's own rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     b.set_defaults(func=cmd_bench)

@@ -65,8 +65,8 @@ def check_texts(
     """(question, outcome) for one drafted character tried against the target."""
     x = c(vocab, pos.token)
     sibling = " (tried after a rejected sibling in the tree, so p is the residual it left)" if after_sibling else ""
-    if pos.sampled is not None:  # seed 004's rule
-        ask = (f"Draft {x} at depth {pos.depth}: the target gives it p(x) = {pos.p_x:.3f}. Seed 004's rule samples "
+    if pos.sampled is not None:  # NASD's own rule
+        ask = (f"Draft {x} at depth {pos.depth}: the target gives it p(x) = {pos.p_x:.3f}. NASD's own rule samples "
                f"s ~ p and accepts only if s is the draft.")  # fmt: skip
         verdict = "accepted" if pos.accepted else "rejected"
         return ask, f"The target sampled s = {c(vocab, pos.sampled)}, so {x} is **{verdict}**."
@@ -127,7 +127,7 @@ def steps(rounds: list[RoundRecord], vocab: list[str], settings: Settings) -> li
         out.append(Step(f"3.{i + 1} Check draft {i + 1}: {c(vocab, pos.token)}", ask, ("check",), r.index, i, outcome))
     if r.correction is not None:
         dropped = " ".join(c(vocab, t) for t in r.draft_tokens[n_acc + 1 :]) or "none"
-        how = ("Seed 004's rule draws it afresh from p, which over-produces the rejected draft's neighbours: biased."
+        how = ("NASD's own rule draws it afresh from p, which over-produces the rejected draft's neighbours: biased."
                if settings.verification == "nasd-seed" else
                "It is drawn from the residual norm(max(0, p − q)): the part of p that the draft under-proposed. "
                "Accepted drafts contribute min(p, q) and the residual the rest, so the character comes out with "

@@ -18,7 +18,7 @@ from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sent
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec
-from ui.round_view import chart
+from ui.widgets import chart
 
 KEEP = 8  # results kept per browser session
 DEMO = {"ctl_drafter": "nasd", "ctl_temperature": 1.0, "ctl_k": 4, "ctl_preset": "Repetitive"}

@@ -7,13 +7,13 @@ import streamlit as st
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.charts.medusa import heads_figure
 from specviz.core.record import RoundRecord
+from ui.widgets import chart
 
 
 def medusa_panel(r: RoundRecord, vocab: str) -> None:
     notes = r.draft_notes
     if "heads" not in notes or "feature_entry" not in notes:
         return
-    from ui.round_view import chart  # here, not at the top: round_view imports the panel list
 
     st.markdown(f"**Medusa heads.** Every head read the target's top-layer feature at context position "
                 f"{notes['feature_entry']} (the character before the root), which the last verify pass wrote: "

@@ -10,7 +10,7 @@ from specviz.core.engine import Session
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
 from ui.knobs import text_tail
-from ui.round_view import chart
+from ui.widgets import chart
 
 
 def _headline(r: RoundRecord, vocab: str, state: dict) -> tuple[str, str]:

@@ -1,6 +1,8 @@
 """The medusa drafter's panel on the step page: each head's top-k with its probabilities, and the
 candidate tree they make (the sparse tree: the paths with the highest product of head
-probabilities, within the node budget). Draws nothing for a round of another drafter."""
+probabilities, within the node budget). Drawn for the rounds of a drafter that names it
+(MedusaDrafter.panels); draws nothing for a round whose notes hold no heads (a skipped round, an
+adaptive-K idle round)."""
 
 import streamlit as st
 
@@ -12,7 +14,7 @@ from ui.widgets import chart
 
 def medusa_panel(r: RoundRecord, vocab: str) -> None:
     notes = r.draft_notes
-    if "heads" not in notes or "feature_entry" not in notes:
+    if "heads" not in notes:  # no heads read this round
         return
 
     st.markdown(f"**Medusa heads.** Every head read the target's top-layer feature at context position "

@@ -100,7 +100,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)
         pq_chart(r, vocab)
-    method_panels(r, vocab)
+    method_panels(r, session.generation)
     if r.residual is not None:
         chart(charts.residual_bars(r, vocab), "residual")
     if r.bonus_p is not None:

@@ -102,6 +102,7 @@ class Drafter:
     """
 
     name = "base"
+    panels: tuple[str, ...] = ()  # the step page's panels for its rounds, by name (ui/method_views.py PANELS)
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive/policy.py).

@@ -172,6 +172,7 @@ class HeadCache:
 
 class EagleDrafter(Drafter):
     name = "eagle3"
+    panels = ("eagle",)
     stateful = True  # bound to one generation's target cache
     draft_cost = DRAFT_COST
 

@@ -22,6 +22,7 @@ from specviz.kernels.cached_model import CachedModel
 
 class EagleTreeDrafter(NeuralTreeDrafter):
     name = "eagle3-tree"
+    panels = ("eagle",)
     # Per node: K head passes over ~N/K rows each, so ~DRAFT_COST K / N, plus the tree's per-node Python
     # (~0.1, the neural tree's estimate): 0.225 at 16 nodes, K = 4. bench-style runs measured draft c 0.32
     # (T = 0) and 0.23 (T = 0.8) on a loaded machine (see specviz/drafters/eagle.py).

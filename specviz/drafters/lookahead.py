@@ -141,6 +141,7 @@ def window_extra(levels: list[list[int]], cols: int, n_nodes: int) -> tuple[Extr
 
 class LookaheadDrafter(Drafter):
     name = "lookahead"
+    panels = ("lookahead",)
     deterministic = True
     stateful = True  # the window and the pool belong to one generation
     # Its draft is nearly free (a dict look-up); its cost is the window riding in every drafting round's

@@ -33,6 +33,7 @@ from specviz.kernels.cached_model import CachedModel, window_start
 
 class MedusaDrafter(Drafter):
     name = "medusa"
+    panels = ("medusa",)
     deterministic = True
     stateful = True  # bound to one generation's target cache
     # In target forward units (adaptive K): a round runs heads 1..K on one feature vector, then walks the

@@ -156,6 +156,7 @@ def expected_both(draft: Draft, p_rows: torch.Tensor) -> dict[str, float]:
 
 class Traversal(Verifier):
     name = "traversal"
+    panels = ("traversal",)
     summary = "traversal verification: leaves first, whole paths by their sequence ratio (lossless, any tree)"
     token_residual = False  # the wrong variant's switch
 

@@ -1,7 +1,8 @@
-"""Shared fixtures: the shipped checkpoints (float32, loaded once per test session and never
-mutated; tests/test_engine.py overrides them with float64 copies), and for the real-browser tests
-one `streamlit run app.py` per test session on a free local port and a Playwright page in
-Debian's chromium (/usr/bin/chromium).
+"""Shared by the tests of every kind (tests/unit, tests/app, tests/browser, tests/statistical): the
+shipped checkpoints (float32, loaded once per test session and never mutated;
+tests/unit/test_engine.py overrides them with float64 copies), the checks and data that tests of
+more than one kind share, and for the real-browser tests one `streamlit run app.py` per test
+session on a free local port and a Playwright page in Debian's chromium (/usr/bin/chromium).
 
 The browser tests fail (they do not skip) when chromium or playwright is missing: .ci/run
 installs chromium with apt-get, and playwright is in requirements-dev.txt."""
@@ -97,6 +98,57 @@ def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
             want = logits[0, [t - 1 - s for t in ts]].argmax(-1).tolist()
             assert [tokens[t] for t in ts] == want, f"not greedy in the window from {s}"
     return len(by_start)
+
+
+# Exactness checks, shared by the tiny model's (tests/unit/test_exactness.py) and the real
+# target's (tests/statistical/test_exactness_real_target.py): the prompt, the significance level,
+# the lossless paths both test, and what a lossless result must show.
+EXACTNESS_PROMPT = "the cat sat on the mat.\nthe cat sat on the"  # repeats: every n-gram drafter has drafts
+EXACTNESS_ALPHA = 0.001
+LOSSLESS = [
+    ("bigram", "sampled chain"),
+    ("trigram", "sampled chain"),
+    ("prompt-lookup", "deterministic chain"),
+    ("nasd", "deterministic chain"),
+    ("trie", "deterministic tree"),
+]
+
+
+def check_lossless(res, what: str) -> None:
+    from specviz.teaching.exactness import verdict
+
+    assert res.new_tokens == res.k + 1 and res.draft_depths == res.k
+    assert res.joint.dof >= 5 * res.new_tokens and res.first.dof >= 5, "too few populated outcomes"
+    assert res.impossible == 0
+    assert res.p_value >= EXACTNESS_ALPHA, f"{what}: p={res.p_value:.2e} (joint {res.joint}, first {res.first})"
+    assert verdict(res, EXACTNESS_ALPHA)[0] == "exact"
+
+
+def lesson_trace(target, settings, text: str):
+    """The guided lesson's rounds for ``text`` (as specviz.teaching.lesson picks them), for its unit
+    and AppTest tests."""
+    from specviz.core.engine import Generation
+    from specviz.teaching import lesson
+
+    gen = Generation(target, target.tokenizer.encode(text), settings)
+    while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
+        gen.step()
+    return gen.trace
+
+
+# User text: one payload through every input path, in the unit, AppTest and browser tests of
+# test_user_text*.py.
+PAYLOAD = "**b** _i_ $x$ :smile: [l](javascript:alert(1)) &amp; <b>b</b> ` | # -"
+# The payload's characters that Tiny Shakespeare's vocabulary has: what the model can echo.
+ECHO = "$x$ :smile: &amp; -"
+ECHO_PROMPT = (ECHO + "\n") * 6 + ECHO[:4]
+
+
+def bench_row() -> dict:
+    """The first row of the shipped benchmark file (docs/bench.jsonl)."""
+    import json
+
+    return json.loads((ROOT / "docs" / "bench.jsonl").read_text().splitlines()[0])
 
 
 @contextlib.contextmanager

@@ -1,0 +1,68 @@
+"""The trie page in AppTest: it switches drafter, steps and rebuilds with its knobs, and stays up
+on bad knobs."""
+
+import json
+
+from conftest import APP, shown
+from streamlit.testing.v1 import AppTest
+
+from models.checkpoint import load_checkpoint
+from specviz.drafters import TREE_DRAFTERS
+from specviz.teaching.presets import preset
+from ui.tree_page import DEMOS
+
+
+def open_page(path: str, query: dict) -> AppTest:
+    """The app opened on ``path`` by a link with ``query``; the NASD page's tests use it too."""
+    at = AppTest.from_file(str(APP), default_timeout=900)
+    at.query_params.update(query)
+    at.switch_page(path)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def specs(at) -> list[dict]:
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def test_page_switches_drafter_steps_and_rebuilds():
+    at = open_page("pages/tree.py", {"preset": "Quote a passage"})
+    # the sidebar's default is the trigram; every tree drafter is offered
+    named = " or ".join(f"**{d}**" for d in TREE_DRAFTERS)
+    assert any(f"only the {named} drafters" in i.value for i in at.info)
+    assert all(at.button(key=f"switch_to_{d}") for d in TREE_DRAFTERS)
+    assert not at.get("plotly_chart")
+    at.button(key="switch_to_trie").click().run()
+    assert not at.exception and at.sidebar.selectbox(key="ctl_drafter").value == "trie"
+    # the switch also opens the trie's own preset, where the page has something to show
+    assert at.sidebar.selectbox(key="ctl_preset").value == DEMOS["trie"]
+    assert at.session_state["run"].cursor == 0 and at.session_state["run"].generation.trace.prompt == load_checkpoint(
+        "target"
+    ).tokenizer.encode(preset(DEMOS["trie"]).text)
+    session = at.session_state["run"]
+    # Before round 1, the page previews the first draft: the same tree the first round then sends.
+    preview = [d for d in specs(at)[0]["data"] if d.get("name") in ("draft tree (pruned)", "accepted path")]
+    at.button(key="nav_next").click().run()
+    assert not at.exception
+    r = session.current
+    assert sum(len(d["x"]) for d in preview) == len(r.draft_tokens) > 1
+    figs = specs(at)
+    heat = next(d for f in figs for d in f["data"] if d["type"] == "heatmap")
+    assert heat["z"] == [[int(v) for v in row] for row in r.tree_mask]
+    flat = next(f for f in figs if f["layout"]["title"]["text"].startswith("Depth-first"))
+    assert flat["layout"]["xaxis"]["ticktext"] == [str(p) for p in r.draft_positions]
+    # The on-page slider is the sidebar's knob: moving it rebuilds the trie and restarts the run.
+    at.slider(key="knob_trie_num_draft").set_value(3).run()
+    assert not at.exception and at.sidebar.number_input(key="ctl_trie_num_draft").value == 3
+    rebuilt = at.session_state["run"]
+    assert rebuilt is not session and rebuilt.cursor == 0 and rebuilt.generation.drafter.num_draft == 3
+    at.button(key="nav_next").click().run()
+    assert not at.exception and 0 < len(rebuilt.current.draft_tokens) <= 3
+
+
+def test_bad_knobs_keep_the_page_up():
+    at = open_page("pages/tree.py", {"preset": "Quote a passage", "drafter": "trie"})
+    at.slider(key="knob_trie_prefix_len").set_value(13).run()  # L_p must stay below n = 13
+    assert not at.exception and "L_p < n" in shown(at.error[0].value)
+    assert at.session_state["run"].generation.settings.trie_prefix_len == 3  # the previous run stays

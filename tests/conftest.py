@@ -151,6 +151,51 @@ def bench_row() -> dict:
     return json.loads((ROOT / "docs" / "bench.jsonl").read_text().splitlines()[0])
 
 
+# AppTest (tests/app): the app run by Streamlit's test harness, no server and no browser. Streamlit
+# is imported inside: benchmarks/app_speed.py imports this file and times the app's first load.
+
+
+def app_test(timeout: int = 900):
+    """The app (app.py) in AppTest, not run yet; ``timeout``: seconds each run may take."""
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(APP), default_timeout=timeout)
+
+
+def open_page(path: str, query: dict | None = None, timeout: int = 900):
+    """The app opened on ``path`` (pages/<name>.py) by a link with ``query``, run once without an exception."""
+    at = app_test(timeout)
+    at.query_params.update(query or {})
+    at.switch_page(path)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at):
+    """Run the script again (after a widget change) and check it raised nothing."""
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def click(at, key: str):
+    """Click the button ``key`` and check the rerun raised nothing."""
+    at.button(key=key).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def chart_specs(at) -> list[dict]:
+    """Every plotly chart on the page, as its figure's JSON."""
+    import json
+
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+# The real browser (tests/browser): one server per test session, chromium through Playwright.
+
+
 @contextlib.contextmanager
 def streamlit_server(log: Path):
     """`streamlit run app.py` on a free local port, as a user starts it (the rest of its settings come
@@ -194,10 +239,16 @@ def browser():
         b.close()
 
 
+def new_context(browser, width: int, height: int, **options):
+    """A fresh browser context (its own cookies and session) with a ``width`` x ``height`` viewport."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    context.set_default_timeout(600_000)  # only catches a hang: a busy machine may take minutes, not seconds
+    return context
+
+
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1500, "height": 1200}, accept_downloads=True)
-    context.set_default_timeout(600_000)  # only catches a hang: a busy machine may take minutes, not seconds
+    context = new_context(browser, 1500, 1200, accept_downloads=True)
     pg = context.new_page()
     yield pg
     context.close()
@@ -208,6 +259,32 @@ def wait_idle(page, timeout_ms: int = 600_000) -> None:
     page.wait_for_timeout(300)  # let the rerun request reach the server
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)
     page.wait_for_timeout(200)
+
+
+def goto(page, url: str) -> None:
+    """Open a page with a round navigator (step, tree, NASD) and wait until its first run is done."""
+    page.goto(url)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
+    wait_idle(page)
+
+
+def next_round(page, times: int = 1, start: int = 0) -> None:
+    """Click Next and wait until the page shows the new round (a click is not a rerun yet)."""
+    import re
+
+    for i in range(start, start + times):
+        page.get_by_role("button", name="Next").click()
+        page.get_by_role("heading", name=re.compile(f"^Round {i + 1}:")).wait_for(timeout=600_000)
+        wait_idle(page)
+
+
+def screenshot_charts(page, folder: Path, name: str) -> None:
+    """Screenshot the page (``name``.png) and each chart on it (``name``-chart-<i>.png): the page scrolls
+    inside Streamlit's container, so a shot of the page alone misses the charts below the fold."""
+    page.screenshot(path=folder / f"{name}.png")
+    plots = page.locator(".js-plotly-plot")
+    for i in range(plots.count()):
+        plots.nth(i).screenshot(path=folder / f"{name}-chart-{i}.png")
 
 
 def shown(markdown: str) -> str:

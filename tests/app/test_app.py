@@ -1,11 +1,10 @@
 """The app starts, shows the models, and renders a sample as plain text."""
 
-from conftest import APP, shown
-from streamlit.testing.v1 import AppTest
+from conftest import app_test, shown
 
 
 def test_home_loads_and_generates():
-    at = AppTest.from_file(str(APP), default_timeout=900).run()
+    at = app_test().run()
     assert not at.exception
     assert at.title[0].value == "specviz"
     generate = lambda: next(b for b in at.button if b.label == "Generate")  # noqa: E731

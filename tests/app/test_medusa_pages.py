@@ -1,24 +1,17 @@
 """Medusa on the pages, in AppTest: the step page's heads and tree, the tree page's knobs."""
 
-import json
-
-from conftest import APP
+from conftest import chart_specs, click, open_page
 
 
 def test_step_page_shows_each_heads_top_k_and_the_tree():
     import plotly.graph_objects as go
-    from streamlit.testing.v1 import AppTest
 
     from specviz.charts.medusa import heads_figure
 
-    at = AppTest.from_file(str(APP), default_timeout=900)
-    at.query_params.update({"drafter": "medusa", "k": "3", "max_new_tokens": "20"})
-    at.switch_page("pages/step.py")
-    at.run()
-    at.button(key="nav_next").click().run()
-    assert not at.exception, at.exception
+    at = open_page("pages/step.py", {"drafter": "medusa", "k": "3", "max_new_tokens": "20"})
+    click(at, "nav_next")
     r = at.session_state["run"].current
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = chart_specs(at)
     heads = next(s for s in specs if s["layout"]["title"]["text"].startswith("Each head's top 3"))
     first = next(d for d in heads["data"] if d["name"] == "candidate 1")
     assert first["y"] == [row[0]["p"] for row in r.draft_notes["heads"]]  # head i's best, i = 1..depth
@@ -27,8 +20,6 @@ def test_step_page_shows_each_heads_top_k_and_the_tree():
 
 
 def test_tree_page_knobs_rebuild_the_medusa_tree():
-    from test_tree_page import open_page
-
     at = open_page("pages/tree.py", {"drafter": "medusa", "k": "4"})
     at.slider(key="knob_medusa_nodes").set_value(4).run()
     assert not at.exception and at.sidebar.number_input(key="ctl_medusa_nodes").value == 4

@@ -1,9 +1,8 @@
 """The NASD page in AppTest: it steps, its charts hold the rounds' additions, and its knobs rebuild the run."""
 
-import json
 import re
 
-from test_tree_page import open_page
+from conftest import chart_specs, click, open_page
 
 
 def by_source(r, source):
@@ -17,11 +16,10 @@ def test_page_steps_and_rebuilds():
     assert not at.exception and at.session_state["run"].generation.settings.drafter == "nasd"
     assert at.sidebar.selectbox(key="ctl_preset").value == "Repetitive"  # its own preset, where the storage fills
     for _ in range(4):
-        at.button(key="nav_next").click().run()
-        assert not at.exception
+        click(at, "nav_next")
     session = at.session_state["run"]
     rounds = session.rounds[: session.cursor]
-    growth = json.loads(at.get("plotly_chart")[0].proto.spec)
+    growth = chart_specs(at)[0]
     bars = {d["name"]: d["y"] for d in growth["data"] if d["type"] == "bar"}
     assert bars["added from filler_top_k"] == [by_source(r, "filler_top_k") for r in rounds]
     assert sum(map(sum, bars.values())) == sum(len(r.drafter_update["added"]) for r in rounds)

@@ -1,13 +1,10 @@
 """The step page's phase-by-phase view in AppTest."""
 
-from conftest import APP
-from streamlit.testing.v1 import AppTest
+from conftest import open_page
 
 
 def test_the_step_page_walks_the_phases():
-    at = AppTest.from_file(str(APP), default_timeout=300)
-    at.switch_page("pages/step.py")
-    at.run()
+    at = open_page("pages/step.py", timeout=300)
     at.toggle(key="phase_mode").set_value(True).run()
     at.button(key="nav_next").click().run()
     texts = []

@@ -1,16 +1,13 @@
 """The shoot-out page in AppTest: it runs the shoot-out and keeps the result."""
 
-from conftest import APP, shown
-from streamlit.testing.v1 import AppTest
+from conftest import open_page, shown
 
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 
 
 def test_page_runs_the_shootout_and_keeps_it():
-    at = AppTest.from_file(str(APP), default_timeout=900)
-    at.query_params.update({"max_new_tokens": "12", "k": "2"})
-    at.switch_page("pages/shootout.py").run()
-    assert not at.exception and at.button(key="shootout_run")
+    at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "2"})
+    assert at.button(key="shootout_run")
     at.sidebar.number_input(key="ctl_max_new_tokens").set_value(12).run()
     at.button(key="shootout_run").click().run()
     assert not at.exception, at.exception

@@ -1,26 +1,8 @@
 """The step-through page in AppTest: navigation, restarts, URL state, bad input, isolation,
 and chart specs that hold the trace's numbers."""
 
-import json
-
 import pytest
-from conftest import APP, shown
-from streamlit.testing.v1 import AppTest
-
-
-def open_step(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=900)
-    at.query_params.update(query or {})
-    at.switch_page("pages/step.py")
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def click(at: AppTest, key: str) -> AppTest:
-    at.button(key=key).click().run()
-    assert not at.exception, at.exception
-    return at
+from conftest import chart_specs, click, open_page, shown
 
 
 def run_of(at):
@@ -28,7 +10,7 @@ def run_of(at):
 
 
 def test_next_previous_reset_scrub_and_end():
-    at = open_step({"k": "3", "max_new_tokens": "40"})
+    at = open_page("pages/step.py", {"k": "3", "max_new_tokens": "40"})
     for _ in range(3):
         click(at, "nav_next")
     s = run_of(at)
@@ -48,7 +30,7 @@ def test_next_previous_reset_scrub_and_end():
 
 
 def test_changing_k_or_temperature_restarts_the_run_and_the_url_follows():
-    at = open_step()
+    at = open_page("pages/step.py")
     click(at, "nav_next")
     old = run_of(at)
     at.sidebar.slider(key="ctl_k").set_value(6).run()
@@ -62,7 +44,7 @@ def test_changing_k_or_temperature_restarts_the_run_and_the_url_follows():
 
 def test_a_shared_link_opens_the_same_run():
     query = {"drafter": "prompt-lookup", "k": "5", "temperature": "0.0", "preset": "Repetitive", "seed": "7"}
-    a, b = open_step(query), open_step(query)
+    a, b = open_page("pages/step.py", query), open_page("pages/step.py", query)
     for at in (a, b):
         assert at.sidebar.selectbox(key="ctl_drafter").value == "prompt-lookup"
         assert at.sidebar.selectbox(key="ctl_preset").value == "Repetitive"
@@ -73,7 +55,7 @@ def test_a_shared_link_opens_the_same_run():
 
 
 def test_two_sessions_never_share_state():
-    a, b = open_step(), open_step()
+    a, b = open_page("pages/step.py"), open_page("pages/step.py")
     click(a, "nav_next")
     click(a, "nav_next")
     a.sidebar.selectbox(key="ctl_drafter").set_value("bigram").run()
@@ -83,7 +65,7 @@ def test_two_sessions_never_share_state():
 
 
 def test_chart_specs_hold_the_numbers_of_the_trace():
-    at = open_step({"k": "4"})
+    at = open_page("pages/step.py", {"k": "4"})
     for _ in range(4):
         click(at, "nav_next")
     r = run_of(at).current
@@ -91,11 +73,11 @@ def test_chart_specs_hold_the_numbers_of_the_trace():
     assert picker.value == next((i for i, p in enumerate(r.positions) if not p.accepted), 0)  # the first rejected
     for i, pos in enumerate(r.positions):
         picker.set_value(i).run()
-        charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+        charts = chart_specs(at)
         (spec,) = [s for s in charts if s["layout"]["title"]["text"].startswith(f"Depth {pos.depth}:")]
         p_bar = next(d for d in spec["data"] if d["name"] == "p (target)")
         assert pos.p_x in p_bar["y"] and float(pos.p.max()) == pytest.approx(max(p_bar["y"]))
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = chart_specs(at)
     titles = [s["layout"]["title"]["text"] for s in specs]
     ledger = next(s for s, t in zip(specs, titles, strict=True) if t.startswith(f"KV cache, round {r.number}"))
     assert ledger["data"][0]["x"] == [r.kv_before] * 3
@@ -108,7 +90,7 @@ def test_chart_specs_hold_the_numbers_of_the_trace():
 
 
 def test_bad_input_gets_a_message_and_the_previous_run_stays():
-    at = open_step()
+    at = open_page("pages/step.py")
     click(at, "nav_next")
     click(at, "nav_next")
     kept = run_of(at)
@@ -125,7 +107,7 @@ def test_bad_input_gets_a_message_and_the_previous_run_stays():
 
 
 def test_a_bad_link_still_opens_a_run():
-    at = open_step({"k": "99", "temperature": "hot"})
+    at = open_page("pages/step.py", {"k": "99", "temperature": "hot"})
     assert run_of(at).generation.settings.k == 4
     warnings = " ".join(shown(w.value) for w in at.sidebar.warning)
     assert "k='99'" in warnings and "temperature='hot'" in warnings
@@ -134,14 +116,14 @@ def test_a_bad_link_still_opens_a_run():
 def test_one_round_numbering_everywhere():
     """Round 1 is the first round: the heading, the Rounds count, the scrub slider, the KV charts
     and the text's tooltips all say the same number."""
-    at = open_step({"k": "4", "max_new_tokens": "60"})
+    at = open_page("pages/step.py", {"k": "4", "max_new_tokens": "60"})
     for _ in range(3):
         click(at, "nav_next")
     r = run_of(at).current
     assert r.number == 3 and at.subheader[0].value.startswith("Round 3:")
     assert {m.label: m.value for m in at.metric}["Rounds"] == "3"
     assert at.slider(key="scrub").value == 3
-    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    specs = chart_specs(at)
     titles = [s["layout"]["title"]["text"] for s in specs]
     assert any(t.startswith("KV cache, round 3:") for t in titles)
     timeline = next(s for s, t in zip(specs, titles, strict=True) if "KV" in t and "round 3" not in t)

@@ -2,9 +2,7 @@
 specs must hold the numbers specviz computes); once each in chromium:
 tests/browser/test_teaching_pages_browser.py."""
 
-import json
-
-from conftest import ROOT, lesson_trace, shown
+from conftest import chart_specs, lesson_trace, open_page, rerun, shown
 from streamlit.testing.v1 import AppTest
 
 from specviz.charts import exactness as exactness_charts
@@ -15,25 +13,9 @@ from specviz.teaching.presets import preset
 from specviz.teaching.stats import expected_tokens_per_round
 
 
-def open_page(name: str) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
-    at.switch_page(f"pages/{name}.py")
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def rerun(at: AppTest) -> AppTest:
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def chart(at: AppTest, title: str) -> dict:
     """The spec of the one chart whose title contains ``title``."""
-    found = [
-        s for s in (json.loads(c.proto.spec) for c in at.get("plotly_chart")) if title in s["layout"]["title"]["text"]
-    ]
+    found = [s for s in chart_specs(at) if title in s["layout"]["title"]["text"]]
     assert len(found) == 1, f"{len(found)} charts titled {title!r}"
     return found[0]
 
@@ -54,7 +36,7 @@ def close(a, b) -> bool:
 
 
 def test_acceptance_page_shows_the_toys_numbers():
-    at = open_page("acceptance")
+    at = open_page("pages/acceptance.py")
     p, q = toy.make_pair(32, "random", 1.0, 0.5, 0, 0)  # the page's defaults
     o = toy.overlap(p, q)
     assert metric(at, "α = Σ min(p, q)") == f"{o.alpha:.4f}" and metric(at, "TV(p, q)") == f"{1 - o.alpha:.4f}"
@@ -75,7 +57,7 @@ def test_acceptance_page_shows_the_toys_numbers():
 
 
 def test_acceptance_sliders_reshape_p_and_q():
-    at = open_page("acceptance")
+    at = open_page("pages/acceptance.py")
     at.radio(key="toy_shape").set_value("bump")
     at.slider(key="toy_temperature").set_value(1.0)
     rerun(at)
@@ -103,7 +85,7 @@ def test_acceptance_sliders_reshape_p_and_q():
 
 
 def test_exactness_lab_runs_caches_and_keeps_results(target):
-    at = open_page("exactness")
+    at = open_page("pages/exactness.py")
     assert not at.get("plotly_chart") and not at.button(key="ex_run").disabled  # nothing runs on first render
     at.number_input(key="ex_samples").set_value(200)
     at.radio(key="ex_tokens").set_value(2)
@@ -143,7 +125,7 @@ def test_exactness_lab_runs_caches_and_keeps_results(target):
 
 
 def test_exactness_lab_refuses_a_prompt_longer_than_its_window_before_run(target):
-    at = open_page("exactness")
+    at = open_page("pages/exactness.py")
     long = preset("Free verse").text * 40  # far beyond the 256-character window
     at.text_area(key="ctl_prompt").set_value(long)
     rerun(at)
@@ -156,7 +138,7 @@ def test_exactness_lab_refuses_a_prompt_longer_than_its_window_before_run(target
 
 
 def test_exactness_lab_catches_seed_004s_rule():
-    at = open_page("exactness")
+    at = open_page("pages/exactness.py")
     at.button(key="ex_demo").click()
     rerun(at)
     state = at.session_state
@@ -190,7 +172,7 @@ def next_step(at: AppTest, times: int = 1) -> AppTest:
 
 
 def test_lesson_walks_through_the_round(target):
-    at = open_page("lesson")
+    at = open_page("pages/lesson.py")
     trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
     main = trace.rounds[0]
     assert step_title(at) == "The setup" and not at.get("plotly_chart")
@@ -217,7 +199,7 @@ def test_lesson_walks_through_the_round(target):
 def test_lesson_predict_then_reveal(target):
     trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
     verdicts = [p.accepted for p in trace.rounds[0].positions]
-    at = open_page("lesson")
+    at = open_page("pages/lesson.py")
     at.toggle(key="lesson_predict").set_value(True)
     next_step(rerun(at), 3)
     title = chart(at, "Depth 1")["layout"]["title"]["text"]
@@ -242,7 +224,7 @@ def test_lesson_predict_then_reveal(target):
 
 
 def test_lesson_follows_the_sidebar():
-    at = open_page("lesson")
+    at = open_page("pages/lesson.py")
     at.radio(key="lesson_source").set_value("The sidebar's run")
     at.selectbox(key="ctl_drafter").set_value("none")
     rerun(at)

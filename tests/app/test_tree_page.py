@@ -1,29 +1,12 @@
 """The trie page in AppTest: it switches drafter, steps and rebuilds with its knobs, and stays up
 on bad knobs."""
 
-import json
-
-from conftest import APP, shown
-from streamlit.testing.v1 import AppTest
+from conftest import chart_specs, open_page, shown
 
 from models.checkpoint import load_checkpoint
 from specviz.drafters import TREE_DRAFTERS
 from specviz.teaching.presets import preset
 from ui.tree_page import DEMOS
-
-
-def open_page(path: str, query: dict) -> AppTest:
-    """The app opened on ``path`` by a link with ``query``; the NASD page's tests use it too."""
-    at = AppTest.from_file(str(APP), default_timeout=900)
-    at.query_params.update(query)
-    at.switch_page(path)
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
-def specs(at) -> list[dict]:
-    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
 
 
 def test_page_switches_drafter_steps_and_rebuilds():
@@ -42,12 +25,12 @@ def test_page_switches_drafter_steps_and_rebuilds():
     ).tokenizer.encode(preset(DEMOS["trie"]).text)
     session = at.session_state["run"]
     # Before round 1, the page previews the first draft: the same tree the first round then sends.
-    preview = [d for d in specs(at)[0]["data"] if d.get("name") in ("draft tree (pruned)", "accepted path")]
+    preview = [d for d in chart_specs(at)[0]["data"] if d.get("name") in ("draft tree (pruned)", "accepted path")]
     at.button(key="nav_next").click().run()
     assert not at.exception
     r = session.current
     assert sum(len(d["x"]) for d in preview) == len(r.draft_tokens) > 1
-    figs = specs(at)
+    figs = chart_specs(at)
     heat = next(d for f in figs for d in f["data"] if d["type"] == "heatmap")
     assert heat["z"] == [[int(v) for v in row] for row in r.tree_mask]
     flat = next(f for f in figs if f["layout"]["title"]["text"].startswith("Depth-first"))

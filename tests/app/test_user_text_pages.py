@@ -1,7 +1,6 @@
 """User and model text reaches the page as text, in AppTest: the markdown sent is the escaped text."""
 
-from conftest import ECHO_PROMPT, PAYLOAD, ROOT
-from streamlit.testing.v1 import AppTest
+from conftest import ECHO_PROMPT, PAYLOAD, open_page
 
 from models.tokenizer import UnknownCharactersError
 from specviz.charts import label_text
@@ -9,28 +8,18 @@ from specviz.core.engine import Generation, Settings
 from specviz.core.markup import cut, md
 
 
-def open_page(name: str, **params) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=900)
-    for k, v in params.items():
-        at.query_params[k] = v
-    at.switch_page(f"pages/{name}.py")
-    at.run()
-    assert not at.exception, at.exception
-    return at
-
-
 def test_url_parameters_and_prompt_show_as_text(target):
-    at = open_page("step", k=PAYLOAD, temperature=PAYLOAD, drafter=PAYLOAD, preset=PAYLOAD)
+    at = open_page("pages/step.py", {"k": PAYLOAD, "temperature": PAYLOAD, "drafter": PAYLOAD, "preset": PAYLOAD})
     warnings = [w.value for w in at.sidebar.warning]
     assert len(warnings) == 4 and all(md(cut(PAYLOAD)) in w for w in warnings), warnings
-    at = open_page("step", prompt=PAYLOAD)
+    at = open_page("pages/step.py", {"prompt": PAYLOAD})
     assert at.text_area(key="ctl_prompt").value == PAYLOAD  # a widget: literal
     unknown = UnknownCharactersError(target.tokenizer.unknown_chars(PAYLOAD))
     assert md(unknown) in at.error[0].value
 
 
 def test_home_prompt_shows_as_text():
-    at = open_page("home")
+    at = open_page("pages/home.py")
     at.text_area[0].set_value(PAYLOAD)
     next(b for b in at.button if b.label == "Generate").click()
     at.run()
@@ -43,7 +32,9 @@ def test_model_output_echoing_the_prompt_shows_as_text(target):
     gen = Generation(target, target.tokenizer.encode(ECHO_PROMPT), settings)
     r = gen.step()
     assert set(label_text(target.tokenizer.chars, r.draft_tokens)) & set("$:&")  # the echo has markup characters
-    at = open_page("tree", prompt=ECHO_PROMPT, drafter="trie", temperature="0", max_new_tokens="20")
+    at = open_page(
+        "pages/tree.py", {"prompt": ECHO_PROMPT, "drafter": "trie", "temperature": "0", "max_new_tokens": "20"}
+    )
     at.button(key="nav_next").click()
     at.run()
     heading = at.subheader[0].value

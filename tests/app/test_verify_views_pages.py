@@ -1,21 +1,14 @@
 """The verifiers on the step and tree pages, in AppTest: block beside token-wise, sibling tries,
 lossy labels."""
 
-from conftest import shown
-from streamlit.testing.v1 import AppTest
-from test_tree_page import open_page
+from conftest import click, open_page, shown
 
 from specviz.charts import block, tries
 
 
-def next_round(at: AppTest) -> None:
-    at.button(key="nav_next").click().run()
-    assert not at.exception, at.exception
-
-
 def test_step_page_shows_block_beside_tokenwise():
     at = open_page("pages/step.py", {"verification": "block", "temperature": "1.0", "k": "6"})
-    next_round(at)
+    click(at, "nav_next")
     r = at.session_state["run"].current
     assert r.verify_notes["rule"] == "block"
     table = at.dataframe[0].value
@@ -31,7 +24,7 @@ def step_until_sibling_tries(at, most: int):
     """Step (at most ``most`` rounds) until a round tries several children of one node; that round."""
     session = at.session_state["run"]
     for _ in range(most):
-        next_round(at)
+        click(at, "nav_next")
         if tries.multi_try_nodes(session.current):
             break
     return session.current
@@ -55,7 +48,7 @@ def test_sidebar_labels_lossy_rules_and_refuses_block_on_trees():
     at = open_page("pages/step.py", {"drafter": "trie"})
     box = at.sidebar.selectbox(key="ctl_verification")
     assert "nasd-seed (lossy)" in box.options and "block" in box.options and "lossless" in box.options
-    next_round(at)
+    click(at, "nav_next")
     before = at.session_state["run"]
     at.sidebar.selectbox(key="ctl_verification").set_value("block").run()
     assert "chains only" in shown(at.error[0].value) and at.session_state["run"] is before  # the run stays

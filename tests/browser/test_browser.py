@@ -6,21 +6,7 @@ import re
 from urllib.parse import urlencode
 
 import pytest
-from conftest import wait_idle
-
-
-def goto(page, url):
-    page.goto(url)
-    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
-    wait_idle(page)
-
-
-def next_round(page, times: int = 1, start: int = 0):
-    """Click Next and wait until the page shows the new round (a click is not a rerun yet)."""
-    for i in range(start, start + times):
-        page.get_by_role("button", name="Next").click()
-        page.get_by_role("heading", name=re.compile(f"^Round {i + 1}:")).wait_for(timeout=600_000)
-        wait_idle(page)
+from conftest import goto, new_context, next_round, wait_idle
 
 
 def test_step_through_in_a_browser(app_url, page, tmp_path):
@@ -120,8 +106,7 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     box, and no table scrolls sideways; each page is screenshot (docs/screenshots holds the 1024x768
     ones the README shows). And, while every page loads, no request leaves the app's own origin: no
     fonts, icons or telemetry from elsewhere."""
-    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
-    context.set_default_timeout(600_000)  # only catches a hang
+    context = new_context(browser, *size)
     page = context.new_page()
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))

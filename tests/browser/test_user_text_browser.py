@@ -3,7 +3,7 @@
 import json
 import re
 
-from conftest import ECHO_PROMPT, PAYLOAD, bench_row, wait_idle
+from conftest import ECHO_PROMPT, PAYLOAD, bench_row, goto, next_round, wait_idle
 
 from specviz.charts import label_text
 from specviz.core.engine import Generation, Settings
@@ -17,9 +17,7 @@ def test_payload_in_a_real_browser(app_url, page, tmp_path, target):
     chart, and the model's echo in the trie page's heading."""
     from urllib.parse import urlencode
 
-    page.goto(f"{app_url}/step?{urlencode({'k': PAYLOAD, 'temperature': PAYLOAD})}")
-    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
-    wait_idle(page)
+    goto(page, f"{app_url}/step?{urlencode({'k': PAYLOAD, 'temperature': PAYLOAD})}")
     alerts = page.get_by_test_id("stAlert").all_inner_texts()
     assert sum(cut(PAYLOAD) in a for a in alerts) == 2, alerts
     assert page.locator("a[href^='javascript']").count() == 0 and page.locator(".katex").count() == 0
@@ -41,11 +39,8 @@ def test_payload_in_a_real_browser(app_url, page, tmp_path, target):
     error = page.get_by_test_id("stAlert").filter(has_text="is not a benchmark file").inner_text()
     assert error.startswith(f"{PAYLOAD}.jsonl is not a benchmark file") and json.dumps(PAYLOAD[:20]) in error
 
-    page.goto(f"{app_url}/tree?{urlencode({'prompt': ECHO_PROMPT, 'drafter': 'trie', 'temperature': '0'})}")
-    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
-    wait_idle(page)
-    page.get_by_role("button", name="Next").click()
-    wait_idle(page)
+    goto(page, f"{app_url}/tree?{urlencode({'prompt': ECHO_PROMPT, 'drafter': 'trie', 'temperature': '0'})}")
+    next_round(page)
     gen = Generation(target, target.tokenizer.encode(ECHO_PROMPT), Settings(drafter="trie", temperature=0.0))
     r = gen.step()
     heading = page.get_by_role("heading", name=re.compile("^Round 1:")).inner_text()

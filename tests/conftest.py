@@ -31,6 +31,20 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# Markers by folder (registered in pyproject.toml): every test in tests/browser/ drives chromium or a
+# `streamlit run` server, and every test in tests/statistical/ runs the real target thousands of times.
+# The quick loop, pytest -m "not browser and not slow", leaves both out; plain pytest runs everything.
+FOLDER_MARKS = {"browser": ("browser",), "statistical": ("slow",)}
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(here).parts[0] if item.path.is_relative_to(here) else ""
+        for mark in FOLDER_MARKS.get(folder, ()):
+            item.add_marker(mark)
+
+
 def _checkpoint(name: str, float64: bool = False):
     # Imported here, not at the top: benchmarks/app_speed.py imports this file and times the
     # app's first load, torch's import included.

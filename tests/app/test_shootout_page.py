@@ -1,10 +1,12 @@
 """The shoot-out page in AppTest: it runs the shoot-out and keeps the result."""
 
+import pytest
 from conftest import open_page, shown
 
 from specviz.drafters import DRAFTERS, TREE_DRAFTERS
 
 
+@pytest.mark.slow  # a shoot-out over every drafter on the page (~9 s)
 def test_page_runs_the_shootout_and_keeps_it():
     at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "2"})
     assert at.button(key="shootout_run")

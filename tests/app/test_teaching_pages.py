@@ -2,6 +2,7 @@
 specs must hold the numbers specviz computes); once each in chromium:
 tests/browser/test_teaching_pages_browser.py."""
 
+import pytest
 from conftest import chart_specs, lesson_trace, open_page, rerun, shown
 from streamlit.testing.v1 import AppTest
 
@@ -84,6 +85,7 @@ def test_acceptance_sliders_reshape_p_and_q():
 # Exactness lab
 
 
+@pytest.mark.slow  # the exactness lab runs on the page (~7 s)
 def test_exactness_lab_runs_caches_and_keeps_results(target):
     at = open_page("pages/exactness.py")
     assert not at.get("plotly_chart") and not at.button(key="ex_run").disabled  # nothing runs on first render
@@ -137,6 +139,7 @@ def test_exactness_lab_refuses_a_prompt_longer_than_its_window_before_run(target
     assert not at.error and not at.button(key="ex_run").disabled
 
 
+@pytest.mark.slow  # the exactness lab runs 1,000 generations on the page (~17 s)
 def test_exactness_lab_catches_seed_004s_rule():
     at = open_page("pages/exactness.py")
     at.button(key="ex_demo").click()

@@ -216,6 +216,7 @@ def sampled_siblings(q: torch.Tensor, n: int, sampling: str, g: torch.Generator)
     return Draft(tokens, [-1] * n, torch.stack(rows), sampling=sampling)
 
 
+@pytest.mark.slow  # 20,000 verifications per case (~5 s for the sampled trees)
 @pytest.mark.parametrize("kind", ["deterministic tree", "sampled chain", "with-replacement", "without-replacement"])
 def test_expected_acceptance_is_how_often_verify_accepts_a_first_level(kind):
     """The closed form that scores idle rounds, against verify itself over many seeds."""
@@ -249,6 +250,7 @@ def test_greedy_with_k_auto_equals_the_baseline(target64, tiny64, greedy, drafte
     assert all(r.k_choice is not None and len(r.draft_tokens) <= r.k_choice.k * 64 for r in run.rounds)
 
 
+@pytest.mark.slow  # 3,000 generations per drafter (~4 s each)
 @pytest.mark.parametrize("drafter", ["bigram", "trie"])  # a sampled chain, a deterministic tree
 def test_an_idle_round_with_a_shadow_draft_emits_exactly_p(target, drafter):
     """K = 0 rounds that score an unverified draft first (it consumes random draws) still emit a

@@ -42,6 +42,7 @@ def bench(target, tiny):
     return rows, calls
 
 
+@pytest.mark.slow  # the bench fixture: a real bench run (~10 s on a quiet 2-core machine)
 def test_rows_are_consistent(bench):
     rows, calls = bench
     names = [f.name for f in fields(BenchRow)]
@@ -95,6 +96,7 @@ def test_sign_test_and_verdict():
     assert verdict(base, runs([0.5] * 20 + [1.05] * 13))[0] == "tie"  # 20 of 33: p = 0.30
 
 
+@pytest.mark.slow  # the bench fixture: a real bench run (~10 s on a quiet 2-core machine)
 def test_rows_round_trip_through_json_lines(bench):
     rows, _ = bench
     text = rows_to_jsonl(rows)
@@ -113,6 +115,7 @@ def test_rows_round_trip_through_json_lines(bench):
         rows_from_jsonl(json.dumps({"drafter": "none"}))
 
 
+@pytest.mark.slow  # the bench fixture: a real bench run (~10 s on a quiet 2-core machine)
 def test_table_and_chart(bench, tmp_path):
     rows, _ = bench
     table = format_table(rows).splitlines()
@@ -125,6 +128,7 @@ def test_table_and_chart(bench, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow  # bench runs of ours and of transformers' generate (~5 s)
 def test_against_transformers_same_algorithm(target, monkeypatch):
     frozen, runs, quiet = [], [], bench_module._quiet_heap
     monkeypatch.setattr(bench_module, "_quiet_heap", lambda: quiet() or frozen.append(gc.get_freeze_count()))
@@ -145,6 +149,7 @@ def test_against_transformers_same_algorithm(target, monkeypatch):
     assert theirs["draft_cost"] is None and theirs["fraction_of_ideal"] is None
 
 
+@pytest.mark.slow  # the CLI's bench in a subprocess (~18 s)
 def test_cli_bench_quick_json_smoke():
     """CI's smoke test: the quick prompt set through the CLI, JSON lines on stdout (one repeat of 16 tokens, to be quick)."""
     proc = subprocess.run([sys.executable, "-m", "specviz", "bench", "--quick", "--json", "--repeats", "1",
@@ -186,6 +191,7 @@ def test_cli_bench_quick_json_smoke():
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # a bench run through the CLI (~5 s)
 def test_cli_bench_table_and_out(capsys, tmp_path):
     out = tmp_path / "rows.jsonl"
     argv = ["bench", "--quick", "--no-transformers", "--no-auto", "--repeats", "1", "--max-new-tokens", "4",

@@ -40,6 +40,7 @@ def test_shipped_sizes_and_losses():
     assert target.tokenizer.chars == tiny.tokenizer.chars
 
 
+@pytest.mark.slow  # the validation loss and the n-gram counts over the corpus again (~12 s: target)
 @needs_corpus
 @pytest.mark.parametrize("name", CHECKPOINT_NAMES)
 def test_recorded_losses_reproduce_on_the_corpus(name):

@@ -125,6 +125,7 @@ def test_pit_of_a_one_hot_distribution_is_v():
     assert pit_values(p, torch.tensor([0]), torch.tensor([0.5], dtype=torch.float64)).item() == pytest.approx(0.9)
 
 
+@pytest.mark.slow  # hundreds of speculative runs per case, a chi-square test (~2-5 s each)
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 @pytest.mark.parametrize("drafter, path", LOSSLESS)
 def test_lossless_paths_match_the_target(tiny, drafter, path, temperature):
@@ -133,6 +134,7 @@ def test_lossless_paths_match_the_target(tiny, drafter, path, temperature):
     check_lossless(run_exactness(tiny, prompt, settings, samples=1000), f"{drafter} ({path}) at T={temperature}")
 
 
+@pytest.mark.slow  # hundreds of speculative runs per case, a chi-square test (~2-5 s each)
 @pytest.mark.parametrize("drafter, path", [("trigram", "sampled chain"), ("prompt-lookup", "deterministic chain")])
 def test_block_verification_matches_the_target(tiny, drafter, path):
     prompt = tiny.tokenizer.encode(PROMPT)
@@ -140,6 +142,7 @@ def test_block_verification_matches_the_target(tiny, drafter, path):
     check_lossless(run_exactness(tiny, prompt, settings, samples=1000), f"block verification of {drafter} ({path})")
 
 
+@pytest.mark.slow  # hundreds of speculative runs per case, a chi-square test (~2-5 s each)
 @pytest.mark.parametrize("temperature", [1.0, 0.7])
 def test_neural_draft_matches_the_target(target, tiny, temperature):
     prompt = target.tokenizer.encode(PROMPT)
@@ -147,6 +150,7 @@ def test_neural_draft_matches_the_target(target, tiny, temperature):
     check_lossless(run_exactness(target, prompt, settings, samples=600, draft_model=tiny.model), "neural")
 
 
+@pytest.mark.slow  # hundreds of speculative runs per case, a chi-square test (~2-5 s each)
 def test_nasd_seed_variant_is_detected_as_biased(tiny):
     prompt = tiny.tokenizer.encode(PROMPT)
     settings = Settings(drafter="nasd", k=3, temperature=1.0, seed=3000, verification="nasd-seed")

@@ -108,6 +108,7 @@ def test_a_failed_build_says_why_in_one_line(rebuild, tmp_path):
     assert "\n" not in native.backend()
 
 
+@pytest.mark.slow  # builds the kernels again with the C++ compiler (~4-7 s)
 def test_without_march_native_it_builds_for_any_cpu(rebuild, tmp_path):
     real = native.compiler()
     if real is None:
@@ -140,6 +141,7 @@ def _passes(model) -> list[torch.Tensor]:
     return out
 
 
+@pytest.mark.slow  # builds the kernels again with the C++ compiler (~4-7 s)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
 def test_avx512_and_avx2_builds_give_the_same_bits(rebuild, tmp_path, dtype):
     """Where the CPU has AVX-512 the products and attention's weighted sums run on 64-byte vectors (vec.h's

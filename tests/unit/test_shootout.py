@@ -21,6 +21,7 @@ def result():
     return out, seen
 
 
+@pytest.mark.slow  # the result fixture: a shoot-out over every drafter (~5 s)
 def test_a_row_per_drafter_and_k(result):
     out, seen = result
     assert sorted({(r["drafter"], r["k"]) for r in out.rows}) == sorted((d, k) for d in DRAFTERS for k in (1, 2, 3))
@@ -46,6 +47,7 @@ def test_a_row_per_drafter_and_k(result):
         assert r["tau_same_traversal"] == pytest.approx(r["tau_same_lossless"])
 
 
+@pytest.mark.slow  # the result fixture: a shoot-out over every drafter (~5 s)
 def test_figures_hold_the_rows(result):
     out, _ = result
     at_k = [r for r in out.rows if r["k"] == 3]

@@ -234,6 +234,7 @@ def test_traversal_runs_on_every_tree_drafter_settings():
         Settings(drafter=d, verification="traversal-token-residual").check()
 
 
+@pytest.mark.slow  # 2,000 speculative runs and their chi-square tests (~3 s)
 def test_exactness_lab_calls_the_wrong_variant_biased(tiny):
     """(c) The trigram drafter against the tiny model at T = 0.7, K = 4: sampled chains whose ratio
     often falls below 1 at depth 1, where the wrong variant keeps a prefix too often."""

@@ -47,6 +47,7 @@ def test_greedy_typical_is_token_wise():
         assert verify(d, p_rows, 0.0, torch.Generator()).emitted(d) == t.emitted(d)
 
 
+@pytest.mark.slow  # 1,500 speculative runs and their chi-square test (~2.5 s)
 def test_exactness_lab_calls_typical_acceptance_biased(tiny):
     prompt = tiny.tokenizer.encode("the cat sat on the mat.\nthe cat sat on the")
     settings = Settings(drafter="trigram", k=3, temperature=1.0, seed=9000, verification="typical")

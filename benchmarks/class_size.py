@@ -18,7 +18,7 @@ the server: ``--students 30 --browsers 1 --pin`` is the teacher's laptop serving
 one real student's browser drawing every step on the core the server does not use.
 
 Usage: .venv/bin/python benchmarks/class_size.py [--students 30] [--browsers B] [--steps 5] [--think 3] [--pin] [--json]
-CI runs it with 2 students, one a browser and one on the wire (tests/test_class_size.py), to keep it working.
+CI runs it with 2 students, one a browser and one on the wire (tests/browser/test_class_size.py), to keep it working.
 """
 
 import argparse

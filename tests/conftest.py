@@ -1,7 +1,8 @@
-"""Shared fixtures: the shipped checkpoints (float32, loaded once per test session and never
-mutated; tests/test_engine.py overrides them with float64 copies), and for the real-browser tests
-one `streamlit run app.py` per test session on a free local port and a Playwright page in
-Debian's chromium (/usr/bin/chromium).
+"""Shared by the tests of every kind (tests/unit, tests/app, tests/browser, tests/statistical): the
+shipped checkpoints (float32, loaded once per test session and never mutated;
+tests/unit/test_engine.py overrides them with float64 copies), the checks and data that tests of
+more than one kind share, and for the real-browser tests one `streamlit run app.py` per test
+session on a free local port and a Playwright page in Debian's chromium (/usr/bin/chromium).
 
 The browser tests fail (they do not skip) when chromium or playwright is missing: .ci/run
 installs chromium with apt-get, and playwright is in requirements-dev.txt."""
@@ -28,6 +29,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+# Markers by folder (registered in pyproject.toml): every test in tests/browser/ drives chromium or a
+# `streamlit run` server, and every test in tests/statistical/ runs the real target thousands of times.
+# The quick loop, pytest -m "not browser and not slow", leaves both out; plain pytest runs everything.
+FOLDER_MARKS = {"browser": ("browser",), "statistical": ("slow",)}
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    for item in items:
+        folder = item.path.relative_to(here).parts[0] if item.path.is_relative_to(here) else ""
+        for mark in FOLDER_MARKS.get(folder, ()):
+            item.add_marker(mark)
 
 
 def _checkpoint(name: str, float64: bool = False):
@@ -100,6 +115,102 @@ def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
     return len(by_start)
 
 
+# Exactness checks, shared by the tiny model's (tests/unit/test_exactness.py) and the real
+# target's (tests/statistical/test_exactness_real_target.py): the prompt, the significance level,
+# the lossless paths both test, and what a lossless result must show.
+EXACTNESS_PROMPT = "the cat sat on the mat.\nthe cat sat on the"  # repeats: every n-gram drafter has drafts
+EXACTNESS_ALPHA = 0.001
+LOSSLESS = [
+    ("bigram", "sampled chain"),
+    ("trigram", "sampled chain"),
+    ("prompt-lookup", "deterministic chain"),
+    ("nasd", "deterministic chain"),
+    ("trie", "deterministic tree"),
+]
+
+
+def check_lossless(res, what: str) -> None:
+    from specviz.teaching.exactness import verdict
+
+    assert res.new_tokens == res.k + 1 and res.draft_depths == res.k
+    assert res.joint.dof >= 5 * res.new_tokens and res.first.dof >= 5, "too few populated outcomes"
+    assert res.impossible == 0
+    assert res.p_value >= EXACTNESS_ALPHA, f"{what}: p={res.p_value:.2e} (joint {res.joint}, first {res.first})"
+    assert verdict(res, EXACTNESS_ALPHA)[0] == "exact"
+
+
+def lesson_trace(target, settings, text: str):
+    """The guided lesson's rounds for ``text`` (as specviz.teaching.lesson picks them), for its unit
+    and AppTest tests."""
+    from specviz.core.engine import Generation
+    from specviz.teaching import lesson
+
+    gen = Generation(target, target.tokenizer.encode(text), settings)
+    while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
+        gen.step()
+    return gen.trace
+
+
+# User text: one payload through every input path, in the unit, AppTest and browser tests of
+# test_user_text*.py.
+PAYLOAD = "**b** _i_ $x$ :smile: [l](javascript:alert(1)) &amp; <b>b</b> ` | # -"
+# The payload's characters that Tiny Shakespeare's vocabulary has: what the model can echo.
+ECHO = "$x$ :smile: &amp; -"
+ECHO_PROMPT = (ECHO + "\n") * 6 + ECHO[:4]
+
+
+def bench_row() -> dict:
+    """The first row of the shipped benchmark file (docs/bench.jsonl)."""
+    import json
+
+    return json.loads((ROOT / "docs" / "bench.jsonl").read_text().splitlines()[0])
+
+
+# AppTest (tests/app): the app run by Streamlit's test harness, no server and no browser. Streamlit
+# is imported inside: benchmarks/app_speed.py imports this file and times the app's first load.
+
+
+def app_test(timeout: int = 900):
+    """The app (app.py) in AppTest, not run yet; ``timeout``: seconds each run may take."""
+    from streamlit.testing.v1 import AppTest
+
+    return AppTest.from_file(str(APP), default_timeout=timeout)
+
+
+def open_page(path: str, query: dict | None = None, timeout: int = 900):
+    """The app opened on ``path`` (pages/<name>.py) by a link with ``query``, run once without an exception."""
+    at = app_test(timeout)
+    at.query_params.update(query or {})
+    at.switch_page(path)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def rerun(at):
+    """Run the script again (after a widget change) and check it raised nothing."""
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def click(at, key: str):
+    """Click the button ``key`` and check the rerun raised nothing."""
+    at.button(key=key).click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def chart_specs(at) -> list[dict]:
+    """Every plotly chart on the page, as its figure's JSON."""
+    import json
+
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+# The real browser (tests/browser): one server per test session, chromium through Playwright.
+
+
 @contextlib.contextmanager
 def streamlit_server(log: Path):
     """`streamlit run app.py` on a free local port, as a user starts it (the rest of its settings come
@@ -143,10 +254,16 @@ def browser():
         b.close()
 
 
+def new_context(browser, width: int, height: int, **options):
+    """A fresh browser context (its own cookies and session) with a ``width`` x ``height`` viewport."""
+    context = browser.new_context(viewport={"width": width, "height": height}, **options)
+    context.set_default_timeout(600_000)  # only catches a hang: a busy machine may take minutes, not seconds
+    return context
+
+
 @pytest.fixture
 def page(browser):
-    context = browser.new_context(viewport={"width": 1500, "height": 1200}, accept_downloads=True)
-    context.set_default_timeout(600_000)  # only catches a hang: a busy machine may take minutes, not seconds
+    context = new_context(browser, 1500, 1200, accept_downloads=True)
     pg = context.new_page()
     yield pg
     context.close()
@@ -157,6 +274,32 @@ def wait_idle(page, timeout_ms: int = 600_000) -> None:
     page.wait_for_timeout(300)  # let the rerun request reach the server
     page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)
     page.wait_for_timeout(200)
+
+
+def goto(page, url: str) -> None:
+    """Open a page with a round navigator (step, tree, NASD) and wait until its first run is done."""
+    page.goto(url)
+    page.get_by_role("button", name="Next").wait_for(timeout=600_000)
+    wait_idle(page)
+
+
+def next_round(page, times: int = 1, start: int = 0) -> None:
+    """Click Next and wait until the page shows the new round (a click is not a rerun yet)."""
+    import re
+
+    for i in range(start, start + times):
+        page.get_by_role("button", name="Next").click()
+        page.get_by_role("heading", name=re.compile(f"^Round {i + 1}:")).wait_for(timeout=600_000)
+        wait_idle(page)
+
+
+def screenshot_charts(page, folder: Path, name: str) -> None:
+    """Screenshot the page (``name``.png) and each chart on it (``name``-chart-<i>.png): the page scrolls
+    inside Streamlit's container, so a shot of the page alone misses the charts below the fold."""
+    page.screenshot(path=folder / f"{name}.png")
+    plots = page.locator(".js-plotly-plot")
+    for i in range(plots.count()):
+        plots.nth(i).screenshot(path=folder / f"{name}-chart-{i}.png")
 
 
 def shown(markdown: str) -> str:

@@ -9,7 +9,7 @@ from specviz.teaching import toy
 from specviz.teaching.exactness import ALPHA
 from specviz.teaching.stats import p_value_sentence
 from ui.common import page_setup, question
-from ui.round_view import chart
+from ui.widgets import chart
 
 STEPS = [100, 1_000, 5_000, 20_000, 100_000]
 RULES = {"residual": "correct: redraw from the residual", "p": "mistake: redraw from p"}

@@ -14,7 +14,7 @@ from specviz.core.markup import md
 from specviz.teaching.atlas import atlas_rows
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
-from ui.round_view import chart
+from ui.widgets import chart
 
 SWEEP_PRESET = "Dialogue"
 BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"

@@ -10,6 +10,7 @@ from models.eagle import MODELS_DIR
 from specviz.charts import eagle as charts
 from specviz.charts import label
 from specviz.core.record import RoundRecord
+from ui.widgets import chart
 
 DEPTH_FILE = MODELS_DIR / "eagle_depth.json"  # written by: python -m specviz eagle-depth --out models/eagle_depth.json
 
@@ -23,7 +24,6 @@ def eagle_panel(r: RoundRecord, vocab: list[str]) -> None:
     n = r.draft_notes
     if "head" not in n:
         return
-    from ui.round_view import chart  # here, not at the top: round_view imports the panel list
 
     st.markdown(f"**EAGLE: the {n['head']} head drafted from the target's own features.** This round it fed "
                 f"{n.get('entries_fed', 0)} new context entries (the target's features, captured by the verify "

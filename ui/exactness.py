@@ -20,7 +20,7 @@ from specviz.teaching.presets import preset
 from specviz.verifiers import LOSSLESS, VERIFIERS
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import FREE_TEXT, valid_spec
-from ui.round_view import chart
+from ui.widgets import chart
 
 KEEP = 8  # results kept per browser session
 BIASED = next(v for v in VERIFIERS.values() if not v.lossless and v.showcase)  # the first lossy rule the atlas shows

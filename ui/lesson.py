@@ -15,7 +15,7 @@ from specviz.teaching.stats import acceptance_by_position
 from specviz.teaching.text_view import text_html
 from ui.common import costs_for, models_or_stop, page_setup, question
 from ui.controls import valid_spec
-from ui.round_view import chart
+from ui.widgets import chart
 
 SOURCES = ("The lesson's example", "The sidebar's run")
 

@@ -10,6 +10,7 @@ from specviz.charts import label
 from specviz.charts import lookahead as charts
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
+from ui.widgets import chart, table
 
 HELP = {
     "n-gram": "The candidate: the root (the last character), then up to N - 1 characters the pool says followed it.",
@@ -22,7 +23,6 @@ HELP = {
 def lookahead_panel(r: RoundRecord, vocab: list[str]) -> None:
     if not charts.is_lookahead(r):
         return
-    from ui.round_view import chart, table  # round_view lists this panel: import it when drawing
 
     n, update = r.draft_notes, r.drafter_update
     root = md(label(vocab, n["window"][0][0]))

@@ -1,19 +1,21 @@
 """The medusa drafter's panel on the step page: each head's top-k with its probabilities, and the
 candidate tree they make (the sparse tree: the paths with the highest product of head
-probabilities, within the node budget). Draws nothing for a round of another drafter."""
+probabilities, within the node budget). Drawn for the rounds of a drafter that names it
+(MedusaDrafter.panels); draws nothing for a round whose notes hold no heads (a skipped round, an
+adaptive-K idle round)."""
 
 import streamlit as st
 
 from specviz.charts.draft_tree import draft_tree_figure
 from specviz.charts.medusa import heads_figure
 from specviz.core.record import RoundRecord
+from ui.widgets import chart
 
 
 def medusa_panel(r: RoundRecord, vocab: list[str]) -> None:
     notes = r.draft_notes
-    if "heads" not in notes or "feature_entry" not in notes:
+    if "heads" not in notes:  # no heads read this round
         return
-    from ui.round_view import chart  # here, not at the top: round_view imports the panel list
 
     st.markdown(f"**Medusa heads.** Every head read the target's top-layer feature at context position "
                 f"{notes['feature_entry']} (the character before the root), which the last verify pass wrote: "

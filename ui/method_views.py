@@ -1,24 +1,36 @@
 """Per-method panels on the step page. A method that records something of its own (in its draft
 notes or its verifier's notes) draws it in a panel of its own file, ui/<method>_view.py, listed
-here; round_view calls every panel for every round, and a panel draws nothing for a round that is
-not its method's. So a new method never adds a branch to round_view."""
+in PANELS under a name; its drafter or verifier class names the panels it wants (``panels``, a
+class attribute: specviz/drafters/base.py, specviz/verifiers/base.py). round_view draws, for each
+round, the panels its run's drafter and verifier name, so a new method never adds a branch to
+round_view. A panel still draws nothing for a round whose notes lack what it shows (a skipped or
+an adaptive-K idle round)."""
 
 from collections.abc import Callable
 
+from specviz.core.engine import Generation
 from specviz.core.record import RoundRecord
 from ui.eagle_view import eagle_panel
 from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel
 from ui.traversal_view import traversal_view
 
-# Each: panel(record, vocab) -> None. Append one line per method.
-PANELS: list[Callable[[RoundRecord, str], None]] = []
-PANELS.append(traversal_view)
-PANELS.append(lookahead_panel)
-PANELS.append(medusa_panel)
-PANELS.append(eagle_panel)
+# name -> panel(record, vocab) -> None; drawn in this order. One line per method.
+PANELS: dict[str, Callable[[RoundRecord, list[str]], None]] = {
+    "traversal tries": traversal_view,
+    "lookahead window": lookahead_panel,
+    "medusa heads": medusa_panel,
+    "eagle features": eagle_panel,
+}
+TRIE = "n-gram trie"  # the trie drafter's trie, drawn by the tree page (ui/tree_view.py)
+TREE_PAGE_PANELS = (TRIE,)  # named by drafters, drawn on the tree page rather than here
 
 
-def method_panels(r: RoundRecord, vocab: list[str]) -> None:
-    for panel in PANELS:
-        panel(r, vocab)
+def method_panels(r: RoundRecord, generation: Generation) -> None:
+    """The panels the run's drafter and verifier name, for round ``r``."""
+    wanted = {*generation.drafter.panels, *generation.verifier.panels}
+    if unknown := wanted - PANELS.keys() - set(TREE_PAGE_PANELS):  # a misspelt name would otherwise draw nothing, silently
+        raise KeyError(f"no panel named {', '.join(sorted(unknown))} in ui/method_views.py PANELS")
+    for name, panel in PANELS.items():
+        if name in wanted:
+            panel(r, generation.trace.vocab)

@@ -10,7 +10,7 @@ from specviz.core.markup import md
 from specviz.core.record import RoundRecord
 from specviz.core.session import Session
 from ui.knobs import text_tail
-from ui.round_view import chart
+from ui.widgets import chart
 
 
 def _headline(r: RoundRecord, vocab: list[str], state: dict) -> tuple[str, str]:

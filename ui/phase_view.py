@@ -12,7 +12,7 @@ from specviz.core.markup import md
 from specviz.core.session import Session
 from specviz.teaching.phases import round_phases
 from specviz.teaching.text_view import text_html
-from ui.round_view import chart, table
+from ui.widgets import chart, table
 
 PLAY_EVERY = 1.5  # seconds a phase stays on screen under play
 

@@ -13,37 +13,7 @@ from specviz.teaching.replay import replay_html
 from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
 from specviz.teaching.text_view import text_html
 from ui.method_views import method_panels
-
-PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
-
-
-def chart(fig, key: str) -> None:
-    st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
-
-
-# Columns kept in view, on the left, when a table is wider than its column (the checks beside the
-# text at 1024 px show ~300 px of ~450): which drafted token, and what became of it; which drafter (the
-# shoot-out's rows).
-PINNED = ("depth", "token", "drafted", "result", "block keeps", "drafter")
-
-
-def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None) -> None:
-    """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
-    columns first, and probabilities to 3 decimals. ``view``: column -> its header, width in pixels
-    and marks shown in place of its values, where a narrow table needs them (charts.checks_view)."""
-    help, view = help or {}, view or {}
-    config = {}
-    for name in frame.columns:
-        v = view.get(name, {})
-        common = {"label": v.get("label"), "help": help.get(name), "width": v.get("width"),
-                  "pinned": name in PINNED or None}  # fmt: skip
-        if marks := v.get("marks"):  # a read-only select shows each value's mark; the data keeps the word
-            config[name] = st.column_config.SelectboxColumn(options=list(marks), format_func=marks.get, **common)
-        elif frame[name].dtype.kind == "f":
-            config[name] = st.column_config.NumberColumn(format="%.3f", **common)
-        else:
-            config[name] = st.column_config.Column(**common)
-    st.dataframe(frame, hide_index=True, column_config=config)
+from ui.widgets import chart, table
 
 
 def same_draft(r: RoundRecord, vocab: list[str]) -> None:
@@ -130,7 +100,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)
         pq_chart(r, vocab)
-    method_panels(r, vocab)
+    method_panels(r, session.generation)
     if r.residual is not None:
         chart(charts.residual_bars(r, vocab), "residual")
     if r.bonus_p is not None:

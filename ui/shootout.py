@@ -8,7 +8,7 @@ from specviz.charts import shootout as charts
 from specviz.core.markup import md
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import valid_spec
-from ui.round_view import chart, table
+from ui.widgets import chart, table
 
 
 def measure(spec) -> None:

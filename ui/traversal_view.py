@@ -7,12 +7,12 @@ import streamlit as st
 
 from specviz.charts import traversal as charts
 from specviz.core.record import RoundRecord
+from ui.widgets import chart, table
 
 
 def traversal_view(r: RoundRecord, vocab: list[str]) -> None:
     if not charts.is_traversal(r) or not r.draft_tokens:
         return
-    from ui.round_view import chart, table  # here, not at the top: round_view imports the panels
 
     both = charts.both_rules(r)
     st.markdown(f"**The traversal, leaves first.** Expected kept tokens on this draft: **{both['lossless']:.2f}** "

@@ -18,9 +18,8 @@ from specviz.core.markup import md
 from specviz.core.record import RoundRecord
 from specviz.core.session import Session
 from ui.knobs import text_tail
+from ui.method_views import TRIE
 from ui.round_view import chart, sibling_tries
-
-TRIE_PANEL = "n-gram trie"  # a drafter whose draft comes from an n-gram trie (Drafter.panels): the trie is drawn
 
 SAMPLING = {"with-replacement": "each node's children sampled from q with replacement",
             "without-replacement": "each node's children sampled from q without replacement"}  # fmt: skip
@@ -85,7 +84,7 @@ def tree_view(session: Session) -> None:
     gen, r = session.generation, session.current
     s, trace = gen.settings, gen.trace
     vocab = trace.vocab
-    has_trie = TRIE_PANEL in gen.drafter.panels  # a drafter with an n-gram trie: a panel of its own
+    has_trie = TRIE in gen.drafter.panels  # a drafter with an n-gram trie: a panel of its own
     if r is None:
         st.info("No round yet: only the prompt so far. " + ("Highlighted in the trie: the prefix the first round will "
                 "match and the draft tree it will send. " if has_trie else "") + "Press **Next** to send the first "

@@ -131,6 +131,7 @@ class Drafter:
     tree = False  # sends trees, so chains-only verifiers refuse it
     sampled_tree = False  # sends trees of sampled tokens: the tree_sampling knob applies
     needs: frozenset[str] = frozenset()  # besides the target: "draft_model", "target_cache", "corpus", "heads"
+    panels: tuple[str, ...] = ()  # the step page's panels for its rounds, by name (ui/method_views.py PANELS)
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive/policy.py).

@@ -181,6 +181,7 @@ class EagleDrafter(Drafter):
     summary = "a one-block head on low, middle and top features fused, trained with training-time test"
     paper = "EAGLE-3 (Li et al., 2025)"
     needs = frozenset({"target_cache", "heads"})
+    panels = ("eagle features",)
     stateful = True  # bound to one generation's target cache
     draft_cost = DRAFT_COST
 

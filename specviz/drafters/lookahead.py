@@ -154,6 +154,7 @@ class LookaheadDrafter(Drafter):
         "it, so the output is exact; the price is a longer pass every round."
     )
     tree = True
+    panels = ("lookahead window",)
     deterministic = True
     stateful = True  # the window and the pool belong to one generation
     # Its draft is nearly free (a dict look-up); its cost is the window riding in every drafting round's

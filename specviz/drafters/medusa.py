@@ -49,6 +49,7 @@ class MedusaDrafter(Drafter):
     )
     tree = True
     needs = frozenset({"target_cache", "heads"})
+    panels = ("medusa heads",)
     deterministic = True
     stateful = True  # bound to one generation's target cache
     # In target forward units (adaptive K): a round runs heads 1..K on one feature vector, then walks the

@@ -68,6 +68,7 @@ class Verifier:
     target's distribution after the root, row i+1 after node i; draws use ``gen`` only."""
 
     name = "base"  # the registry's key: --verification, the app's choice
+    panels: tuple[str, ...] = ()  # the step page's panels for its rounds, by name (ui/method_views.py PANELS)
     lossless = True  # False: kept, and labelled LOSSY, so the exactness lab can show it failing
     trees = True  # can verify trees (else chains only)
     summary = ""  # one line for the app and the CLI's help

@@ -156,6 +156,7 @@ def expected_both(draft: Draft, p_rows: torch.Tensor) -> dict[str, float]:
 
 class Traversal(Verifier):
     name = "traversal"
+    panels = ("traversal tries",)
     summary = "traversal verification: leaves first, whole paths by their sequence ratio (lossless, any tree)"
     paper = "Traversal verification (Weng et al., 2025)"
     showcase = ("eagle3-tree", "neural-tree")

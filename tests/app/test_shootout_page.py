@@ -1,0 +1,32 @@
+"""The shoot-out page in AppTest: it runs the shoot-out and keeps the result."""
+
+import pytest
+from conftest import open_page, shown
+
+from specviz.drafters import drafter_names
+
+DRAFTERS = drafter_names()
+
+TREE_DRAFTERS = drafter_names(tree=True)
+
+
+@pytest.mark.slow  # a shoot-out over every drafter on the page (~9 s)
+def test_page_runs_the_shootout_and_keeps_it():
+    at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "2"})
+    assert at.button(key="shootout_run")
+    at.sidebar.number_input(key="ctl_max_new_tokens").set_value(12).run()
+    at.button(key="shootout_run").click().run()
+    assert not at.exception, at.exception
+    table = at.dataframe[0].value
+    assert list(table["drafter"]) == list(DRAFTERS) and set(table["K"]) == {2}
+    n_charts = len(at.get("plotly_chart"))
+    at.run()  # a rerun shows the kept result without measuring again
+    assert len(at.get("plotly_chart")) == n_charts == 7
+    rules = at.dataframe[1].value  # both tau per chain drafter
+    assert "τ token-wise (measured)" in rules.columns and "τ block (same drafts)" in rules.columns
+    assert list(rules["drafter"]) == [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
+    trees = at.dataframe[2].value  # both tau per tree drafter
+    assert "τ traversal (same drafts)" in trees.columns and list(trees["drafter"]) == list(TREE_DRAFTERS)
+    at.sidebar.text_area(key="ctl_prompt").set_value("<x>").run()  # bad input: a message, the result stays
+    assert "'<'" in shown(at.error[0].value) and at.button(key="shootout_run").disabled
+    assert len(at.get("plotly_chart")) == n_charts and at.query_params["max_new_tokens"] in ("12", ["12"])

@@ -29,7 +29,8 @@ TREE_PAGE_PANELS = (TRIE,)  # named by drafters, drawn on the tree page rather t
 def method_panels(r: RoundRecord, generation: Generation) -> None:
     """The panels the run's drafter and verifier name, for round ``r``."""
     wanted = {*generation.drafter.panels, *generation.verifier.panels}
-    if unknown := wanted - PANELS.keys() - set(TREE_PAGE_PANELS):  # a misspelt name would otherwise draw nothing, silently
+    # A misspelt name would otherwise draw nothing, silently.
+    if unknown := wanted - PANELS.keys() - set(TREE_PAGE_PANELS):
         raise KeyError(f"no panel named {', '.join(sorted(unknown))} in ui/method_views.py PANELS")
     for name, panel in PANELS.items():
         if name in wanted:

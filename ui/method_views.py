@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from specviz.core.engine import Generation
 from specviz.core.record import RoundRecord
+from ui.block_view import block_panel
 from ui.eagle_view import eagle_panel
 from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel
@@ -17,6 +18,7 @@ from ui.traversal_view import traversal_view
 
 # name -> panel(record, vocab) -> None; drawn in this order. One line per method.
 PANELS: dict[str, Callable[[RoundRecord, list[str]], None]] = {
+    "block weights": block_panel,
     "traversal tries": traversal_view,
     "lookahead window": lookahead_panel,
     "medusa heads": medusa_panel,

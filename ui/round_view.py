@@ -16,17 +16,6 @@ from ui.method_views import method_panels
 from ui.widgets import chart, table
 
 
-def same_draft(r: RoundRecord, vocab: list[str]) -> None:
-    """When the verifier scored this draft under both rules: the numbers, why they may differ, the chart."""
-    if (both := charts.same_draft(r)) is None or not r.draft_tokens:
-        return
-    st.markdown(f"**The same draft, verified both ways.** Expected kept tokens: **{both['lossless']:.2f}** "
-                f"token-wise, **{both['block']:.2f}** with block verification, which kept τ = **{both['tau']}** "
-                "this time.", help=charts.BLOCK_HELP)  # fmt: skip
-    st.caption(charts.BLOCK_EXPLAIN)
-    chart(charts.block_figure(r, vocab), "block_both")
-
-
 def totals(session: Session) -> None:
     rounds = session.rounds[: session.cursor]
     t = running_totals(rounds, session.generation.settings.k)
@@ -96,7 +85,6 @@ def current_round(r: RoundRecord, session: Session) -> None:
         )
     else:
         table(charts.checks_frame(r, vocab), charts.checks_help(r), charts.checks_view(r))
-        same_draft(r, vocab)
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)
         pq_chart(r, vocab)

@@ -14,10 +14,7 @@ def traversal_view(r: RoundRecord, vocab: list[str]) -> None:
     if not charts.is_traversal(r) or not r.draft_tokens:
         return
 
-    both = charts.both_rules(r)
-    st.markdown(f"**The traversal, leaves first.** Expected kept tokens on this draft: **{both['lossless']:.2f}** "
-                f"token-wise, **{both['traversal']:.2f}** with {r.verify_notes['rule']} verification, which kept "
-                f"**{both['kept']}** this time.")  # fmt: skip
+    st.markdown(charts.summary(r))
     st.caption(charts.EXPLAIN)
     table(charts.traversal_frame(r, vocab), charts.HELP)
     chart(charts.traversal_figure(r, vocab), f"traversal_{r.index}")

@@ -67,6 +67,14 @@ def both_rules(r: RoundRecord) -> dict:
     return {"lossless": e["lossless"], "block": e["block"], "tau": r.verify_notes["tau"]}
 
 
+def summary(r: RoundRecord) -> str:
+    """The panel's sentence: this draft's expected kept tokens under both rules, and τ (markdown)."""
+    both = both_rules(r)
+    return (f"**The same draft, verified both ways.** Expected kept tokens: **{both['lossless']:.2f}** "
+            f"token-wise, **{both['block']:.2f}** with block verification, which kept τ = **{both['tau']}** "
+            "this time.")  # fmt: skip
+
+
 def block_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
     """Per position: token-wise's chance of keeping it, block's weight w and stop h, and the
     draws eta (a draw under h passes)."""

@@ -89,6 +89,14 @@ def both_rules(r: RoundRecord) -> dict:
     return {"lossless": e["lossless"], "traversal": e[r.verify_notes["rule"]], "kept": len(r.accepted_path)}
 
 
+def summary(r: RoundRecord) -> str:
+    """The panel's sentence: this draft's expected kept tokens under both rules, and what was kept (markdown)."""
+    both = both_rules(r)
+    return (f"**The traversal, leaves first.** Expected kept tokens on this draft: **{both['lossless']:.2f}** "
+            f"token-wise, **{both['traversal']:.2f}** with {r.verify_notes['rule']} verification, which kept "
+            f"**{both['kept']}** this time.")  # fmt: skip
+
+
 def traversal_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
     """Per try, in order: the acceptance probability α (a bar, green where accepted) and the draw u
     (a cross: accepted when it falls under the bar's top)."""

@@ -71,6 +71,7 @@ class Block(Verifier):
     showcase = ("trigram",)
     how = "verified as a block"
     bench_on = "chains"
+    panels = ("block weights",)
     summary = (
         "block verification: decide the whole chain jointly from the residual masses (lossless, never fewer on average)"
     )

@@ -289,7 +289,7 @@ def test_panel_draws_nothing_for_other_verifiers(tiny, monkeypatch):
     from ui.method_views import PANELS
     from ui.traversal_view import traversal_view
 
-    assert PANELS["traversal"] is traversal_view
+    assert PANELS["traversal tries"] is traversal_view
     prompt = tiny.tokenizer.encode("ROMEO:")
     r = Generation(tiny, prompt, Settings(drafter="trie", temperature=1.0, max_new_tokens=10)).step()
 

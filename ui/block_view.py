@@ -1,0 +1,18 @@
+"""Block verification's panel: the same draft scored under token-wise and block verification, and the
+weights, stops and draws that decided it (specviz/charts/block.py)."""
+
+import streamlit as st
+
+from specviz import charts
+from specviz.charts import block
+from specviz.core.record import RoundRecord
+from ui.widgets import chart
+
+
+def block_panel(r: RoundRecord, vocab: list[str]) -> None:
+    """Nothing for a round the rule did not score (no draft, or another rule's round)."""
+    if charts.same_draft(r) is None or not r.draft_tokens:
+        return
+    st.markdown(block.summary(r), help=charts.BLOCK_HELP)
+    st.caption(charts.BLOCK_EXPLAIN)
+    chart(charts.block_figure(r, vocab), "block_both")

@@ -55,6 +55,8 @@ def render() -> None:
               for h in charts.FIGURES}  # fmt: skip
     config["open"] = st.column_config.LinkColumn(help=charts.OPEN_HELP, display_text="step through")
     st.dataframe(charts.figures_frame(table, T), hide_index=True, column_config=config)
+    st.caption("α: acceptance rate, accepted / drafted characters checked. τ: tokens per target forward pass, the "
+               "speedup if drafting and verifying were free. Speedup: plain decoding's time over the method's.")  # fmt: skip
     st.markdown("**Where each draft comes from**")
     config = {h: st.column_config.Column(help=charts.SOURCE_HELP[h], width=charts.SOURCE_WIDTHS[h])
               for h in charts.SOURCES}  # fmt: skip
@@ -165,7 +167,7 @@ def layer_sweep() -> None:
     c = st.columns([2, 1], vertical_alignment="bottom")
     T = c[0].select_slider("Temperature", [0.0, 0.5, 0.8, 1.0], value=0.0, key="atlas_sweep_t")
     if c[1].button("Measure", key="atlas_sweep", help=f"One layer-skip run per n on “{SWEEP_PRESET}”, K = 4, "
-                   "200 characters, seed 0.") or st.session_state.get("atlas_swept"):  # fmt: skip
+                   "200 characters, the same random seed for every n.") or st.session_state.get("atlas_swept"):  # fmt: skip
         st.session_state.atlas_swept = True
         with st.spinner("Generating with 1, 2 and 3 draft layers..."):
             rows = _sweep(T, target)

@@ -12,7 +12,7 @@ from specviz.bench.shootout import SWEEP_KS, run_shootout
 from specviz.charts import shootout as charts
 from specviz.core.markup import md
 from ui.common import models_or_stop, page_setup, question
-from ui.controls import valid_spec
+from ui.controls import previous_run_note, valid_spec
 from ui.widgets import chart, table
 
 QUICK_TOKENS = 100  # the quick run's characters per generation: about 20 s on a shared 2-core machine
@@ -132,6 +132,9 @@ def render() -> None:
                "the alternative verification rules (about a minute).")  # fmt: skip
     valid = valid_spec(models_or_stop()[0])  # says what is wrong with a bad prompt; None then
     spec = valid[0] if valid else st.session_state.spec
+    if valid is None and (kept := st.session_state.get("shootout")):
+        shown = key(spec) if key(spec) in kept else list(kept)[-1]
+        previous_run_note(st.session_state.ctl_prompt, shown[0], "The shoot-out shown")
     c = st.columns([1, 2], vertical_alignment="center")
     full = c[1].toggle("Full sweep", key="shootout_full", help=f"K = {', '.join(map(str, SWEEP_KS))} and the sidebar's, "
                        "the sidebar's max new tokens, and the alternative rules: about a minute.")  # fmt: skip

@@ -30,6 +30,7 @@ def test_page_runs_the_shootout_and_keeps_it():
     assert "τ traversal (same drafts)" in trees.columns and list(trees["drafter"]) == list(TREE_DRAFTERS)
     at.sidebar.text_area(key="ctl_prompt").set_value("<x>").run()  # bad input: a message, the result stays
     assert "'<'" in shown(at.error[0].value) and at.button(key="shootout_run").disabled
+    assert any("The shoot-out shown uses the previous prompt" in w.value for w in at.warning)
     assert len(at.get("plotly_chart")) == n_charts and at.query_params["max_new_tokens"] in ("12", ["12"])
 
 

@@ -92,8 +92,9 @@ def _where(rows: list[dict], now: bool) -> str:
     run = rows[0]
     here = cpu_name()
     if now:
-        return (f"Measured just now on this machine: {here}, the bench's quick suite ({run['prompts']} prompts × "
-                f"{run['new_tokens']} characters), median of {run['repeats']} interleaved runs.")  # fmt: skip
+        return (f"Measured just now on this machine: {here}, {run['threads']} thread(s), the bench's quick suite "
+                f"({run['prompts']} prompts × {run['new_tokens']} characters), median of {run['repeats']} interleaved "
+                "runs.")  # fmt: skip
     cpu = run.get("cpu") or "a CPU it did not record"  # figures differ from one CPU to another
     date = run.get("date") or "a date it did not record"
     text = (f"A stored run: {run['version']} on {cpu}, {date}, {run['threads']} thread(s), load average "
@@ -116,11 +117,11 @@ def figures_source(stored: list[dict]) -> list[dict]:
     rows = mine if source == "this machine" else stored
     st.caption(md(_where(rows, source == "this machine")) + md(_spread(rows)))
     if not mine:
-        measure_here(stored)
+        measure_here()
     return rows
 
 
-def measure_here(stored: list[dict]) -> None:
+def measure_here() -> None:
     """A button: the bench's quick suite for the atlas's methods on this machine, with a progress bar."""
     names = sorted({m.drafter for m in methods()})
     # run_bench's count: each drafter at K = 4 and adaptive at both temperatures (the baseline once), the
@@ -130,7 +131,7 @@ def measure_here(stored: list[dict]) -> None:
     c = st.columns([1, 3], vertical_alignment="center")
     go = c[0].button("Measure this machine", key="atlas_measure")
     c[1].caption(f"The bench's quick suite on {md(cpu_name())}: {n} short generations ({QUICK['max_new_tokens']} "
-                 "characters each), two to three minutes on a shared 2-core machine; the bar shows the time left.")  # fmt: skip
+                 "characters each), one to three minutes on a shared 2-core machine; the bar shows the time left.")  # fmt: skip
     if not go:
         return
     target, tiny = models_or_stop()

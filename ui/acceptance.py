@@ -65,10 +65,17 @@ def render() -> None:
         st.stop()
     o = toy.overlap(p, q)
     m = metric_row()
-    m.metric("α = Σ min(p, q)", f"{o.alpha:.4f}", help="The probability that one draft is accepted.", width="content")
+    m.metric(
+        "Acceptance rate α = Σ min(p, q)",
+        f"{o.alpha:.4f}",
+        help="The probability that one draft is accepted.",
+        width="content",
+    )
     m.metric("Rejection rate 1 − α", f"{1 - o.alpha:.4f}", help="= Σ max(0, p − q), the residual's mass.",
              width="content")  # fmt: skip
-    m.metric("TV(p, q)", f"{toy.tv(p, q):.4f}", help="½ Σ |p − q|; always equal to 1 − α.", width="content")
+    m.metric(
+        "Total variation TV(p, q)", f"{toy.tv(p, q):.4f}", help="½ Σ |p − q|; always equal to 1 − α.", width="content"
+    )
     m.metric("Expected tokens per round, K = 4", f"{toy.expected_tokens_per_round(o.alpha, 4):.3f}", width="content")
     left, right = st.columns(2)
     with left:
@@ -93,7 +100,7 @@ def render() -> None:
              width="content")  # fmt: skip
     m.metric("TV(output, p)", f"{ok['curve'][-1][1]:.4f}", help="Shrinks like 1/√n: sampling noise only.",
              width="content")  # fmt: skip
-    m.metric("Chi-square against p", f"{stat:.1f} on {dof} dof", width="content")
+    m.metric(f"Chi-square against p, {dof} degrees of freedom", f"{stat:.1f}", width="content")
     m.metric("p-value", "–" if p_value is None else f"{p_value:.3g}", width="content",
              help=f"Below {ALPHA} would mean the output is not p.")  # fmt: skip
     st.caption(p_value_sentence(p_value, "the output", "p", ALPHA))

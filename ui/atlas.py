@@ -2,16 +2,21 @@
 figures of one bench run (docs/bench.jsonl, written by `python -m specviz bench`), each method
 linked to its step page on a preset that suits it. The text lives in specviz/teaching/atlas.py."""
 
+import statistics
+import time
 from pathlib import Path
 
 import streamlit as st
 
+from specviz.adaptive.costs import cpu_name
 from specviz.bench.layer_sweep import acceptance_by_layers
 from specviz.bench.rows import rows_from_jsonl
+from specviz.bench.runner import QUICK, lossy_methods, run_bench
 from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
 from specviz.core.markup import md
-from specviz.teaching.atlas import atlas_rows
+from specviz.drafters import BASELINE
+from specviz.teaching.atlas import atlas_rows, methods
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.widgets import chart
@@ -30,9 +35,9 @@ def render() -> None:
     st.title("Methods atlas")
     question("Where does each method's draft come from, and what does it buy on this model and CPU?")
     st.caption("Every method the app runs, old and new. The figures are one run of `python -m specviz bench "
-               "--threads 1` (docs/bench.jsonl): medians of interleaved repeats against plain decoding in the same "
-               "run. A character model of 3M parameters on a 2-core CPU is not Vicuna-7B on a GPU: a target pass "
-               "costs little more than a draft, so gains are smaller than the papers'.")  # fmt: skip
+               "--threads 1` (docs/bench.jsonl), or this machine's when measured below: medians of interleaved "
+               "repeats against plain decoding in the same run. A character model of 3M parameters on a 2-core CPU is "
+               "not Vicuna-7B on a GPU: a target pass costs little more than a draft, so gains are smaller than the papers'.")  # fmt: skip
     try:
         rows = bench_rows(BENCH.read_text())
     except (OSError, ValueError) as e:
@@ -40,11 +45,7 @@ def render() -> None:
             f"No bench run to show ({e}). Write one: python -m specviz bench --threads 1 --json > docs/bench.jsonl"
         )
         return
-    run = rows[0]
-    cpu = run.get("cpu") or "a CPU it did not record"  # figures differ from one CPU to another
-    st.caption(md(f"The run: {run['version']} on {cpu}, {run['threads']} thread(s), load average "
-                  f"{run['load_average']}, {run['prompts']} prompts x {run['new_tokens']} tokens, {run['repeats']} "
-                  "repeats."))  # fmt: skip
+    rows = figures_source(rows)
     table = atlas_rows(rows)
     chart(charts.speedup_figure(table), "atlas_speedup")
     T = st.segmented_control("Figures at", charts.TEMPERATURES, format_func=lambda T: f"T = {T:g}", default=0.0,
@@ -54,6 +55,8 @@ def render() -> None:
               for h in charts.FIGURES}  # fmt: skip
     config["open"] = st.column_config.LinkColumn(help=charts.OPEN_HELP, display_text="step through")
     st.dataframe(charts.figures_frame(table, T), hide_index=True, column_config=config)
+    st.caption("α: acceptance rate, accepted / drafted characters checked. τ: tokens per target forward pass, the "
+               "speedup if drafting and verifying were free. Speedup: plain decoding's time over the method's.")  # fmt: skip
     st.markdown("**Where each draft comes from**")
     config = {h: st.column_config.Column(help=charts.SOURCE_HELP[h], width=charts.SOURCE_WIDTHS[h])
               for h in charts.SOURCES}  # fmt: skip
@@ -63,6 +66,94 @@ def render() -> None:
     with st.expander("The bench rows behind the atlas"):
         st.dataframe(results_frame(rows), hide_index=True)
     layer_sweep()
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _this_machine(cpu: str) -> dict:
+    """The server's measurement of this machine (keyed by its CPU): every session sees it once taken."""
+    return {}
+
+
+def _spread(rows: list[dict]) -> str:
+    """The run-to-run spread, from what the rows hold: the repeats' min–max speedups where recorded,
+    else the baseline against itself (the A/A run: what noise alone gives)."""
+    ranges = sorted(r["speedup_max"] - r["speedup_min"] for r in rows if r.get("speedup_min") is not None)
+    aa = [r["aa_speedup"] for r in rows if r.get("aa_speedup") is not None]
+    if ranges:
+        return (f" From run to run a method's speedup moved by {statistics.median(ranges):.2f}× (median of the "
+                f"min–max ranges over the {rows[0]['repeats']} repeats; widest {ranges[-1]:.2f}×).")  # fmt: skip
+    if aa:
+        return (f" The run kept each method's median only; plain decoding timed against itself gave "
+                f"{min(aa):.3f}–{max(aa):.3f}×: what noise alone does.")  # fmt: skip
+    return ""
+
+
+def _where(rows: list[dict], now: bool) -> str:
+    run = rows[0]
+    here = cpu_name()
+    if now:
+        return (f"Measured just now on this machine: {here}, {run['threads']} thread(s), the bench's quick suite "
+                f"({run['prompts']} prompts × {run['new_tokens']} characters), median of {run['repeats']} interleaved "
+                "runs.")  # fmt: skip
+    cpu = run.get("cpu") or "a CPU it did not record"  # figures differ from one CPU to another
+    date = run.get("date") or "a date it did not record"
+    text = (f"A stored run: {run['version']} on {cpu}, {date}, {run['threads']} thread(s), load average "
+            f"{run['load_average']}, {run['prompts']} prompts × {run['new_tokens']} characters, median of "
+            f"{run['repeats']} interleaved runs.")  # fmt: skip
+    if run.get("cpu") != here:
+        text += f" That CPU is not this machine's ({here}): figures measured here would differ."
+    return text
+
+
+def figures_source(stored: list[dict]) -> list[dict]:
+    """The rows the atlas shows: the stored run's, or this machine's once measured (the button); the
+    caption says which, where and when, and how much the figures moved from run to run."""
+    mine = _this_machine(cpu_name()).get("rows") or st.session_state.get("atlas_measured")
+    source = "stored"
+    if mine:
+        source = st.segmented_control("Figures from", ["this machine", "stored"], default="this machine",
+                                      required=True, key="atlas_source", format_func=lambda s: {
+                                          "this machine": "this machine, just now", "stored": "the stored run"}[s])  # fmt: skip
+    rows = mine if source == "this machine" else stored
+    st.caption(md(_where(rows, source == "this machine")) + md(_spread(rows)))
+    if not mine:
+        measure_here()
+    return rows
+
+
+def measure_here() -> None:
+    """A button: the bench's quick suite for the atlas's methods on this machine, with a progress bar."""
+    names = sorted({m.drafter for m in methods()})
+    # run_bench's count: each drafter at K = 4 and adaptive at both temperatures (the baseline once), the
+    # lossy rules at T = 0.8, and the baseline's second (A/A) run
+    drafters = len({BASELINE, *names})
+    n = QUICK["repeats"] * len(QUICK["prompts"]) * (4 * drafters + len(lossy_methods()))
+    c = st.columns([1, 3], vertical_alignment="center")
+    go = c[0].button("Measure this machine", key="atlas_measure")
+    c[1].caption(f"The bench's quick suite on {md(cpu_name())}: {n} short generations ({QUICK['max_new_tokens']} "
+                 "characters each), one to three minutes on a shared 2-core machine; the bar shows the time left.")  # fmt: skip
+    if not go:
+        return
+    target, tiny = models_or_stop()
+    bar, start = st.progress(0.0, text="Starting..."), time.perf_counter()
+
+    def tick(done: int, total: int) -> None:
+        elapsed = time.perf_counter() - start
+        left = f", about {elapsed / done * (total - done):.0f} s left" if done >= 10 else ""
+        bar.progress(done / total, text=f"Run {done} of {total}: {elapsed:.0f} s so far{left}")
+
+    try:
+        rows = run_bench(target, tiny, [preset(p) for p in QUICK["prompts"]], names, k=4,
+                         max_new_tokens=QUICK["max_new_tokens"], repeats=QUICK["repeats"], progress=tick, auto=True,
+                         lossy=True)  # fmt: skip
+    except (ValueError, RuntimeError) as e:
+        st.error(f"The measurement could not run: {md(e)}")
+        return
+    finally:
+        bar.empty()
+    st.session_state.atlas_measured = rows
+    _this_machine(cpu_name())["rows"] = rows
+    st.rerun()
 
 
 @st.cache_data(show_spinner=False, max_entries=8)
@@ -77,7 +168,7 @@ def layer_sweep() -> None:
     c = st.columns([2, 1], vertical_alignment="bottom")
     T = c[0].select_slider("Temperature", [0.0, 0.5, 0.8, 1.0], value=0.0, key="atlas_sweep_t")
     if c[1].button("Measure", key="atlas_sweep", help=f"One layer-skip run per n on “{SWEEP_PRESET}”, K = 4, "
-                   "200 characters, seed 0.") or st.session_state.get("atlas_swept"):  # fmt: skip
+                   "200 characters, the same random seed for every n.") or st.session_state.get("atlas_swept"):  # fmt: skip
         st.session_state.atlas_swept = True
         with st.spinner("Generating with 1, 2 and 3 draft layers..."):
             rows = _sweep(T, target)

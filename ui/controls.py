@@ -162,6 +162,22 @@ def shared_generation(settings: Settings, ids: tuple[int, ...]) -> Generation:
     return Generation(target, list(ids), settings, tiny.model, costs=costs_for(settings))
 
 
+def previous_run_note(box: str, prompt: str | None = None, what: str = "The run shown") -> None:
+    """Under a rejected spec the previous run (or result) stays on screen: say in words which prompt it
+    uses, so no one reads it as the run of ``box``, the text in the prompt box. ``prompt``: the one it used
+    (default: the active session's)."""
+    if prompt is None:
+        shown = st.session_state.get("run_key")
+        if shown is None:
+            return
+        prompt = shown[1]
+    if prompt != box:
+        st.warning(f"{what} uses the previous prompt, “{md(prompt, 40)}” ({len(prompt):,} characters), not "
+                   "the text in the box.")  # fmt: skip
+    else:
+        st.warning(f"{what} uses the previous settings, not the ones in the sidebar.")
+
+
 def active_session() -> Session | None:
     """The sidebar's run, restarted from the prompt whenever a setting changes (its rounds are
     shared with every session on the same settings and prompt: shared_generation).
@@ -171,6 +187,8 @@ def active_session() -> Session | None:
     target, tiny = models_or_stop()
     spec = sidebar()
     ids = checked_prompt(spec, target.tokenizer)
+    if ids is None:
+        previous_run_note(spec.prompt)
     if ids is not None:
         key = _run_key(spec)
         if st.session_state.get("run_key") != key:

@@ -95,7 +95,7 @@ def show(entry: dict, vocab: list[str]) -> None:
                 "degrees of freedom: the sum over positions of the test that the transformed values are uniform.", width="content")  # fmt: skip
     row.metric("p-value", "–" if res.p_value is None else f"{res.p_value:.3g}", help="The chance of statistics "
                 "this large if the runs follow the target exactly (both tests, Bonferroni).", width="content")  # fmt: skip
-    row.metric("TV distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
+    row.metric("Total variation (TV) distance", f"{res.tv_distance:.4f}", help="½ Σ |observed frequency − exact probability| over "
                 "every outcome. Never 0 for finite N: compare with the yardstick beside it.", width="content")  # fmt: skip
     row.metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
                 "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.", width="content")  # fmt: skip

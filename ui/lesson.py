@@ -140,7 +140,7 @@ def render() -> None:
     except (ValueError, RuntimeError) as e:
         st.error(f"The run could not go on: {md(e)}")
         st.stop()
-    steps = lesson.steps(trace.rounds, trace.vocab, settings)
+    steps = lesson.steps(trace.rounds, trace.vocab, settings, timing)
     if not steps:
         st.warning("In its first rounds this run drafted nothing (the 'none' drafter?), so there is no round to explain. "
                    "Pick a drafter in the sidebar, or use the lesson's example.")  # fmt: skip

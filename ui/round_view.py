@@ -24,14 +24,15 @@ def totals(session: Session) -> None:
     for label, value, help in (
         ("Rounds", t["rounds"], DEFINITIONS["rounds"]),
         ("Tokens/forward", f"{t['tokens_per_forward']:.2f}", DEFINITIONS["tokens_per_forward"]),
-        ("α (accepted)", f"{t['acceptance_rate']:.1%}", DEFINITIONS["acceptance_rate"]),
+        ("α (acceptance rate)", f"{t['acceptance_rate']:.1%}", DEFINITIONS["acceptance_rate"]),
         ("Characters", t["tokens"], DEFINITIONS["tokens"]),
         ("Expected/round", f"{t['expected_per_round']:.2f}", DEFINITIONS["expected_per_round"]),
         ("Measured/round", f"{t['tokens_per_forward']:.2f}", "Characters emitted per round so far."),
     ):
         row.metric(label, value, help=help, width="content")
     st.caption(f"{t['accepted']} of {t['tried']} checked draft characters accepted; "
-               f"{t['reprefills']} context-window re-prefills.")  # fmt: skip
+               f"{t['reprefills']} context-window re-prefills (the window moved, so the KV cache, the keys and values "
+               "the target stored per position, was rebuilt).")  # fmt: skip
     if rounds:
         chart(charts.acceptance_chart(acceptance_by_position(rounds)), "acceptance")
 

@@ -1,29 +1,73 @@
 """Drafter shoot-out: every drafter on the sidebar's prompt and seed, timed in one run."""
 
+import statistics
+import time
+from dataclasses import replace
+
 import streamlit as st
 
+from specviz.adaptive.costs import cpu_name
 from specviz.bench.rows import rows_from_jsonl
 from specviz.bench.shootout import SWEEP_KS, run_shootout
 from specviz.charts import shootout as charts
 from specviz.core.markup import md
 from ui.common import models_or_stop, page_setup, question
-from ui.controls import valid_spec
+from ui.controls import previous_run_note, valid_spec
 from ui.widgets import chart, table
 
+QUICK_TOKENS = 100  # the quick run's characters per generation: about 20 s on a shared 2-core machine
 
-def measure(spec) -> None:
-    """Run the shoot-out for a valid ``spec`` with a progress bar; results are kept per settings."""
+
+def plan(spec, full: bool) -> dict:
+    """What a run measures: the full sweep (every K, the sidebar's characters, the alternative rules) or
+    the quick one (the sidebar's K, at most QUICK_TOKENS characters, token-wise verification only)."""
+    s = spec.settings
+    if full:
+        return {"ks": SWEEP_KS, "settings": s, "compare_rules": True}
+    return {"ks": (s.k,), "settings": replace(s, max_new_tokens=min(s.max_new_tokens, QUICK_TOKENS)),
+            "compare_rules": False}  # fmt: skip
+
+
+def measure(spec, full: bool) -> None:
+    """Run the shoot-out for a valid ``spec`` with a progress bar and an estimate of the time left (from
+    the runs so far); results are kept per settings."""
     target, tiny = models_or_stop()
-    bar = st.progress(0.0, text="Starting...")
+    bar = st.progress(0.0, text="Starting (the first runs load every drafter)...")
+    start = time.perf_counter()
+
+    def tick(done: int, total: int) -> None:
+        elapsed = time.perf_counter() - start
+        left = f", about {elapsed / done * (total - done):.0f} s left" if done >= 5 else ""
+        bar.progress(done / total, text=f"Run {done} of {total}: {elapsed:.0f} s so far{left}")
+
+    p = plan(spec, full)
     try:
-        result = run_shootout(target, tiny, spec.prompt, spec.settings,
-                              progress=lambda done, total: bar.progress(done / total, text=f"Run {done} of {total}"))  # fmt: skip
+        result = run_shootout(target, tiny, spec.prompt, p["settings"], p["ks"], progress=tick,
+                              compare_rules=p["compare_rules"])  # fmt: skip
     except ValueError as e:
         st.error(f"The shoot-out could not run: {md(e)}")
         return
     finally:
         bar.empty()
+    result.measured = {"seconds": time.perf_counter() - start, "cpu": cpu_name(), "full": full,
+                       "tokens": p["settings"].max_new_tokens, "ks": sorted({*p["ks"], spec.settings.k})}  # fmt: skip
     st.session_state.setdefault("shootout", {})[key(spec)] = result
+
+
+def provenance(result) -> None:
+    """Where the figures came from: this machine, now, how many runs, and their run-to-run spread."""
+    m = getattr(result, "measured", None)  # a result kept from before the page recorded it: none
+    if not m:
+        return
+    at_k = [r for r in result.rows if r["k"] == result.k and r.get("speedup_min") is not None]
+    widths = sorted((r["speedup_max"] - r["speedup_min"], r["drafter"]) for r in at_k)
+    spread = (f" From run to run a drafter's speedup moved by {statistics.median(w for w, _ in widths):.2f}× "
+              f"(median of the min–max ranges over the repeats; widest: {widths[-1][1]}, {widths[-1][0]:.2f}×)."
+              if widths else "")  # fmt: skip
+    what = "the full sweep" if m["full"] else "the quick run"
+    st.caption(md(f"Measured just now on this machine: {m['cpu']}, {what}: every drafter at K = "
+                  f"{', '.join(map(str, m['ks']))}, {m['tokens']} characters each, median of {at_k[0]['repeats'] if at_k else 3} "
+                  f"interleaved runs, in {m['seconds']:.0f} s.") + spread)  # fmt: skip
 
 
 def key(spec) -> tuple:
@@ -32,6 +76,7 @@ def key(spec) -> tuple:
 
 
 def show(result) -> None:
+    provenance(result)
     at_k = [r for r in result.rows if r["k"] == result.k]
     table(charts.results_frame(at_k))
     c = st.columns(2)
@@ -80,13 +125,21 @@ def render() -> None:
     page_setup()
     st.title("Drafter shoot-out")
     question("Which drafter is fastest on this prompt, and why?")
-    st.caption(f"Every drafter (knobs at their defaults) on the sidebar's prompt, seed, temperature and max new tokens, "
-               f"timed against plain decoding in the same run: repeats interleaved, medians reported, "
-               f"K swept over {', '.join(map(str, SWEEP_KS))} and the sidebar's K.")  # fmt: skip
+    st.caption("Every drafter (knobs at their defaults) on the sidebar's prompt, seed and temperature, timed against "
+               "plain decoding in the same run: 3 repeats interleaved, medians reported. The quick run takes the "
+               f"sidebar's K and at most {QUICK_TOKENS} characters (about 20 s on a 2-core machine); the full sweep "
+               f"also sweeps K over {', '.join(map(str, SWEEP_KS))}, generates the sidebar's max new tokens and compares "
+               "the alternative verification rules (about a minute).")  # fmt: skip
     valid = valid_spec(models_or_stop()[0])  # says what is wrong with a bad prompt; None then
     spec = valid[0] if valid else st.session_state.spec
-    if st.button("Run the shoot-out", type="primary", key="shootout_run", disabled=valid is None):
-        measure(spec)
+    if valid is None and (kept := st.session_state.get("shootout")):
+        shown = key(spec) if key(spec) in kept else list(kept)[-1]
+        previous_run_note(st.session_state.ctl_prompt, shown[0], "The shoot-out shown")
+    c = st.columns([1, 2], vertical_alignment="center")
+    full = c[1].toggle("Full sweep", key="shootout_full", help=f"K = {', '.join(map(str, SWEEP_KS))} and the sidebar's, "
+                       "the sidebar's max new tokens, and the alternative rules: about a minute.")  # fmt: skip
+    if c[0].button("Run the shoot-out", type="primary", key="shootout_run", disabled=valid is None):
+        measure(spec, full)
     results = st.session_state.get("shootout", {})
     if key(spec) in results:
         show(results[key(spec)])
@@ -94,5 +147,8 @@ def render() -> None:
         st.info("The settings changed since the last shoot-out; the last results are below. Run it again for these.")
         show(list(results.values())[-1])
     else:
-        st.info("Press **Run the shoot-out**: it takes well under a minute at the default settings.")
+        st.info(
+            "Press **Run the shoot-out**: the quick run takes about 20 s on a 2-core machine, the full sweep "
+            "about a minute; the bar shows the time left."
+        )
     from_file()

@@ -56,6 +56,11 @@ class BenchRow:
     cpu: str | None = None
     # Adaptive-K rows: the cost curve adaptive K priced drafts with (CostCurve.summary); None on the others.
     costs: str | None = None
+    # The run-to-run spread: the lowest and highest of the repeats' speedups (the row's is their median).
+    speedup_min: float | None = None
+    speedup_max: float | None = None
+    # The day the run ended (ISO, UTC): a stored run names when and where (cpu) it was measured.
+    date: str | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -66,7 +71,8 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 # fields added later: older files lack them
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
-            "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None}  # fmt: skip
+            "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None, "speedup_min": None, "speedup_max": None,
+            "date": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:

@@ -38,6 +38,7 @@ specviz/bench/timing.py; transformers' runs: specviz/bench/peer.py; the rows and
 specviz/bench/rows.py.
 """
 
+import datetime
 import gc
 import os
 import random
@@ -91,6 +92,7 @@ def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **
     over repeats of lists over prompts of timing.Run; ``baseline`` is the (impl, config) speedups divide;
     ``memory``: drafter -> MB it holds; ``costs``: the curve the adaptive-K runs priced drafts with."""
     rows, load, cpu = [], round(os.getloadavg()[1], 2), cpu_name()
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
     for (i, (drafter, k, auto, verification), T), reps in runs.items():
         if i != impl:
             continue
@@ -101,7 +103,8 @@ def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **
         accepted = sum(r.accepted for r in first)
         secs = [sum(r.seconds for r in rep) for rep in reps]
         base_secs = [sum(r.seconds for r in rep) for rep in base]
-        speedup = statistics.median(b / s for b, s in zip(base_secs, secs, strict=True))
+        ratios = [b / s for b, s in zip(base_secs, secs, strict=True)]
+        speedup = statistics.median(ratios)
         tpf = tokens / forwards
         timing = {"draft_s": None, "verify_s": None, "accept_s": None, "draft_cost": None, "verify_cost": None,
                   "accept_cost": None}  # fmt: skip
@@ -125,7 +128,8 @@ def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **
             same_as_baseline=same, **tau_same,
             threads=torch.get_num_threads(), load_average=load, version=version,
             memory_mb=(memory or {}).get(drafter) if impl == "specviz" else None,
-            cpu=cpu, costs=costs.summary() if auto else None,
+            cpu=cpu, costs=costs.summary() if auto else None, speedup_min=min(ratios), speedup_max=max(ratios),
+            date=today,
         )  # fmt: skip
         rows.append(asdict(row))
     return rows

@@ -40,6 +40,7 @@ class Shootout:
     tree_rules: list[dict] = field(default_factory=list)  # per tree drafter at K: token-wise and traversal
     chain_rule: str = ""  # the lossless alternative the chains were also verified with (block)
     tree_rule: str = ""  # and the trees' (traversal)
+    measured: dict = field(default_factory=dict)  # the page's: where, when and how long (ui/shootout.py)
 
 
 def tau(trace) -> float:
@@ -65,13 +66,16 @@ def modelled_speedup(row: dict) -> float | None:
 
 
 def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Settings, ks=SWEEP_KS,
-                 repeats: int = 3, progress=None) -> Shootout:  # fmt: skip
-    """``progress(done, total)`` after every generation, over the whole sweep."""
+                 repeats: int = 3, progress=None, compare_rules: bool = True) -> Shootout:  # fmt: skip
+    """``progress(done, total)`` after every generation, over the whole sweep; ``compare_rules=False`` leaves out
+    the runs under the alternative rules (block, traversal): the quick run."""
     ks = sorted({*ks, settings.k})
     preset = Preset("shoot-out prompt", "free", prompt, "")
     drafters, shape_rule = drafter_names(), {shape: rule for rule, shape in alternatives().items()}
     drafting = drafter_names(drafts=True)
     chains, trees = drafter_names(drafts=True, tree=False), drafter_names(tree=True)
+    if not compare_rules:
+        chains, trees = [], []
     per_k = (len(drafters) + 1) * repeats  # every drafter, and the baseline once more (the bench's A/A run)
     # the sweep, then one traced run per drafter but the baseline, then one run per chain drafter under the
     # chains' alternative rule (block) and one per tree drafter under the trees' (traversal)

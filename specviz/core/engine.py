@@ -198,6 +198,7 @@ class Generation:
             k_choice=choice,
             verify_notes=verdict.notes,
             draft_sampling=draft.sampling,
+            prefilled=len(prefix),
             draft_s=t1 - t0,
             verify_s=t2 - t1,
             extra_tokens=draft.extra.tokens if draft.extra else [],

@@ -82,6 +82,9 @@ class RoundRecord:
     # the nodes: counted in kv_after_verify, never kept.
     extra_tokens: list[int] = field(default_factory=list)
     extra_positions: list[int] = field(default_factory=list)
+    # Context tokens the verify pass prefilled before the root (the prompt in round 1, the window after
+    # a re-prefill): its verify_s includes reading them.
+    prefilled: int = 0
 
     @property
     def number(self) -> int:

@@ -11,6 +11,8 @@ plays the corpus was built from; they are short, so nothing here ships the corpu
 
 from dataclasses import dataclass
 
+# Every preset stays inside the model's 256-character window (tests/unit/test_presets.py): the app
+# warns about a longer prompt, and its own presets never trigger its warnings.
 # The quote presets stay inside the model's 256-character window: the target can only quote
 # what it can see, so the passage and its repeated opening must fit in one window.
 _GLOUCESTER = """GLOUCESTER:
@@ -25,12 +27,6 @@ Before we proceed any further, hear me speak.
 
 All:
 Speak, speak.
-
-First Citizen:
-You are all resolved rather to die than to famish?
-
-All:
-Resolved. resolved.
 
 First Citizen:
 First, you know Caius Marcius is chief enemy to the people.

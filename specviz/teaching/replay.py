@@ -3,7 +3,8 @@ controls, with plotly inlined. It needs no server and makes no network request, 
 mail it to students or open it from disk on a projector without Python.
 
 The file holds, per round, the round's characters twice (settled, and as the current round with
-its rejected candidates) and the round's figures as plotly JSON; a few lines of JavaScript put
+its rejected candidates), its candidate table (the step page's columns), the running totals up to
+it, and the round's figures as plotly JSON; a few lines of JavaScript put
 the text together for the chosen round and hand the figures to Plotly.react. Everything the user
 or the model wrote is HTML-escaped (specviz.teaching.text_view) or set through textContent, and the JSON is
 embedded with <, > and & escaped, so no text can close the script element.
@@ -11,13 +12,15 @@ embedded with <, > and & escaped, so no text can close the script element.
 
 import html
 import json
+import math
 
 from plotly.offline import get_plotlyjs
 
-from specviz.charts.distributions import bonus_bars, pq_bars, residual_bars
+from specviz.charts.distributions import bonus_bars, candidate_frame, pq_bars, residual_bars
 from specviz.charts.kv import kv_ledger
 from specviz.core.markup import script_json
 from specviz.core.record import RoundRecord, Trace
+from specviz.teaching.stats import running_totals
 from specviz.teaching.text_view import LEGEND, STYLE, prompt_spans, round_spans
 
 MAX_POSITIONS = 4  # p/q charts per round: the first verified positions (a tree may verify dozens)
@@ -41,6 +44,30 @@ def round_figures(r: RoundRecord, vocab: list[str]) -> list[dict]:
     return [json.loads(f.to_json()) for f in figs]
 
 
+def candidate_table(r: RoundRecord, vocab: list[str]) -> str:
+    """The round's candidate table, the step page's columns (candidate_frame), as escaped HTML."""
+    frame = candidate_frame(r, vocab)
+    if frame.empty:
+        return "<p>Nothing drafted this round: the target emitted one character on its own.</p>"
+
+    def cell(v):  # no draw (u at temperature 0) shows as –, never as None
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "–"
+        return f"{v:.3f}" if isinstance(v, float) else v
+
+    return frame.astype(object).map(cell).to_html(index=False, escape=True, border=0, classes="candidates")
+
+
+def totals_line(rounds: list[RoundRecord], k: int) -> str:
+    """The step page's running totals over ``rounds`` as one plain-text line (set through textContent)."""
+    t = running_totals(rounds, k)
+    return (f"So far: {t['rounds']} rounds, {t['tokens']} characters, {t['tokens_per_forward']:.2f} characters per "
+            f"target forward pass; acceptance rate α = {t['acceptance_rate']:.1%} ({t['accepted']} of {t['tried']} "
+            f"checked drafts accepted); expected per round {t['expected_per_round']:.2f}; {t['reprefills']} "
+            "context-window re-prefills (the window moved and the KV cache, the target's stored keys and values, "
+            "was rebuilt).")  # fmt: skip
+
+
 def replay_html(trace: Trace, title: str = "specviz replay", progress=None) -> str:
     """The whole file. ``progress(done, total)`` is called after each round's figures."""
     vocab, n = trace.vocab, len(trace.rounds)
@@ -52,12 +79,15 @@ def replay_html(trace: Trace, title: str = "specviz replay", progress=None) -> s
             "current": "".join(round_spans(r, vocab, now=True)),
             "heading": round_heading(r, vocab, n),
             "figures": round_figures(r, vocab),
+            "table": candidate_table(r, vocab),
+            "totals": totals_line(trace.rounds[: i + 1], s["k"]),
         })  # fmt: skip
         if progress:
             progress(i + 1, n)
     summary = trace.summary()
     data = {
         "prompt": prompt_spans(trace),
+        "totals": totals_line([], s["k"]),
         "rounds": rounds,
         "settings": (f"drafter {s['drafter']}, K {s['k']}{' (adaptive)' if s.get('k_auto') else ''}, "
                      f"temperature {s['temperature']}, seed {s['seed']}, verification {s['verification']}: "
@@ -89,6 +119,8 @@ function show(c) {
   document.getElementById("text").innerHTML = text;  // built from escaped spans only
   const r = cursor > 0 ? D.rounds[cursor - 1] : null;
   document.getElementById("heading").textContent = r ? r.heading : "Only the prompt so far: press Next.";
+  document.getElementById("table").innerHTML = r ? r.table : "";  // escaped by pandas (escape=True)
+  document.getElementById("totals").textContent = r ? r.totals : D.totals;
   const charts = document.getElementById("charts");
   charts.replaceChildren();
   for (const fig of (r ? r.figures : [])) {
@@ -123,6 +155,8 @@ nav button:focus-visible, nav input:focus-visible {{ outline: 3px solid #0072B2;
 #slider {{ flex: 1; min-width: 10rem; }}
 #charts {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr)); gap: 0.5rem; }}
 .chart {{ height: 320px; }}
+table.candidates {{ border-collapse: collapse; margin: 0.5rem 0; }}
+table.candidates th, table.candidates td {{ padding: 0.2rem 0.7rem; text-align: right; border-bottom: 1px solid #ddd; }}
 </style>
 <script>{plotly}</script>
 </head><body>
@@ -136,6 +170,8 @@ nav button:focus-visible, nav input:focus-visible {{ outline: 3px solid #0072B2;
 <h2 id="heading" aria-live="polite"></h2>
 {legend}
 <div id="text" class="sv-text"></div>
+<p id="totals"></p>
+<div id="table"></div>
 <div id="charts"></div>
 <script>const DATA = {data};
 {script}</script>

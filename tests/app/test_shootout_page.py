@@ -15,6 +15,7 @@ def test_page_runs_the_shootout_and_keeps_it():
     at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "2"})
     assert at.button(key="shootout_run")
     at.sidebar.number_input(key="ctl_max_new_tokens").set_value(12).run()
+    at.toggle(key="shootout_full").set_value(True).run()
     at.button(key="shootout_run").click().run()
     assert not at.exception, at.exception
     table = at.dataframe[0].value
@@ -29,4 +30,18 @@ def test_page_runs_the_shootout_and_keeps_it():
     assert "τ traversal (same drafts)" in trees.columns and list(trees["drafter"]) == list(TREE_DRAFTERS)
     at.sidebar.text_area(key="ctl_prompt").set_value("<x>").run()  # bad input: a message, the result stays
     assert "'<'" in shown(at.error[0].value) and at.button(key="shootout_run").disabled
+    assert any("The shoot-out shown uses the previous prompt" in w.value for w in at.warning)
     assert len(at.get("plotly_chart")) == n_charts and at.query_params["max_new_tokens"] in ("12", ["12"])
+
+
+@pytest.mark.slow  # the quick run over every drafter (~5 s at 12 characters)
+def test_quick_run_says_what_it_measured():
+    at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "2"})
+    at.button(key="shootout_run").click().run()
+    assert not at.exception, at.exception
+    assert set(at.dataframe[0].value["K"]) == {2} and len(at.dataframe) == 2  # no rule tables: the "Every K" one
+    said = " ".join(shown(c.value) for c in at.caption)
+    assert (
+        "Measured just now on this machine: " in said and "the quick run: every drafter at K = 2, 12 characters" in said
+    )
+    assert "median of 3 interleaved runs" in said and "From run to run" in said

@@ -40,7 +40,10 @@ def test_acceptance_page_shows_the_toys_numbers():
     at = open_page("pages/acceptance.py")
     p, q = toy.make_pair(32, "random", 1.0, 0.5, 0, 0)  # the page's defaults
     o = toy.overlap(p, q)
-    assert metric(at, "α = Σ min(p, q)") == f"{o.alpha:.4f}" and metric(at, "TV(p, q)") == f"{1 - o.alpha:.4f}"
+    assert (
+        metric(at, "Acceptance rate α = Σ min(p, q)") == f"{o.alpha:.4f}"
+        and metric(at, "Total variation TV(p, q)") == f"{1 - o.alpha:.4f}"
+    )
     spec = chart(at, "p and q")
     assert f"{o.alpha:.4f}" in spec["layout"]["title"]["text"]
     assert close(series(spec, "p (target)"), p.tolist()) and close(series(spec, "q (draft)"), q.tolist())
@@ -62,7 +65,7 @@ def test_acceptance_sliders_reshape_p_and_q():
     at.radio(key="toy_shape").set_value("bump")
     at.slider(key="toy_temperature").set_value(1.0)
     rerun(at)
-    assert metric(at, "α = Σ min(p, q)") == "1.0000"  # q = p: every draft accepted
+    assert metric(at, "Acceptance rate α = Σ min(p, q)") == "1.0000"  # q = p: every draft accepted
     assert chart(at, "No residual: p = q")["data"][0]["y"] == [0.0] * 32
     at.slider(key="toy_shift").set_value(4)
     at.slider(key="toy_v").set_value(16)
@@ -71,7 +74,7 @@ def test_acceptance_sliders_reshape_p_and_q():
     rerun(at)
     p, q = toy.make_pair(16, "bump", 1.0, 1.0, 4, 0)
     o = toy.overlap(p, q)
-    assert o.alpha < 0.9 and metric(at, "α = Σ min(p, q)") == f"{o.alpha:.4f}"
+    assert o.alpha < 0.9 and metric(at, "Acceptance rate α = Σ min(p, q)") == f"{o.alpha:.4f}"
     assert close(series(chart(at, "p and q"), "q (draft)"), q.tolist())
     sim = toy.simulate(p, q, 20_000, 3)
     assert close(series(chart(at, "Simulated output"), "output frequency (20,000 steps)"),
@@ -98,7 +101,7 @@ def test_exactness_lab_runs_caches_and_keeps_results(target):
     assert metric(at, "Chi-square, every position") == f"{res.joint.statistic:.1f}"
     assert metric(at, "p-value") == f"{res.p_value:.3g}"
     assert "output positions 1–5" in at.success[0].value and "draft positions 1–4 of K = 4" in at.success[0].value
-    assert metric(at, "TV distance") == f"{res.tv_distance:.4f}"
+    assert metric(at, "Total variation (TV) distance") == f"{res.tv_distance:.4f}"
     rows = exactness_charts.outcome_rows(res.expected, res.observed, target.tokenizer.chars)
     spec = chart(at, "The first 2 characters")
     assert close(series(spec, "expected (exact target), ±2σ band"), [r["expected"] for r in rows])

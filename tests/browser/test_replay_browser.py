@@ -32,6 +32,9 @@ def test_replay_steps_from_disk_without_network(replay_file, browser):
     assert page.locator("#pos").inner_text().startswith("3 / ")
     page.locator(".chart .main-svg").first.wait_for()  # plotly drew the round's charts
     assert page.locator(".chart").count() >= 2
+    assert page.locator("#totals").inner_text().startswith("So far: 3 rounds")
+    if page.locator("#table table").count():  # a round that drafted: the candidate table, the step page's columns
+        assert page.locator("#table th").first.inner_text() == "depth"
     page.get_by_role("button", name="Last").click()
     n = int(page.locator("#pos").inner_text().split(" / ")[1])
     assert page.locator("#pos").inner_text() == f"{n} / {n}"

@@ -53,6 +53,23 @@ def test_the_lessons_speedup_is_measured_not_quoted(target, tiny):
         row["value"].startswith(f"{timing['speedup']:.2f}×") and f"{timing['plain_s'] * 1000:.1f} ms" in row["counts"]
     )
     assert {g["metric"]: g for g in lesson.glossary(trace.rounds, 4)}["Speedup"]["value"] == "– (not measured)"
+    assert "measured just now on this machine: " in row["value"] and "median of 1 runs" in row["value"]
+
+
+def test_the_verify_step_tells_the_prefill_apart(target, tiny):
+    """Round 1's pass also reads the prompt: the step says so and gives the pass's cost without it."""
+    trace = lesson_trace(target, lesson.EXAMPLE, preset(lesson.EXAMPLE_PRESET).text)
+    first = trace.rounds[0]
+    assert first.prefilled == len(trace.prompt) - 1 and not any(r.prefilled for r in trace.rounds[1:])
+    ids = target.tokenizer.encode(preset(lesson.EXAMPLE_PRESET).text)
+    timing = lesson.measure_speedup(target, tiny.model, ids, lesson.EXAMPLE, len(trace.rounds), repeats=2)
+    assert timing["verify_passes"] and timing["plain_passes"]
+    verify = next(s for s in lesson.steps(trace.rounds, trace.vocab, lesson.EXAMPLE, timing) if "verify" in s.parts)
+    if first.index == verify.round:
+        assert f"also read {first.prefilled} characters of the prompt" in verify.text
+    assert "Without a prefill" in verify.text and "plain decoding's one-position pass" in verify.text
+    bare = next(s for s in lesson.steps(trace.rounds, trace.vocab, lesson.EXAMPLE) if "verify" in s.parts)
+    assert "Without a prefill" not in bare.text
 
 
 def test_question_bars_hide_the_verdict(target):

@@ -1,0 +1,73 @@
+"""Every page as a class sees it: no "seed 00x" (papers and posts are cited by name), no Python None shown as
+a value, and every abbreviation defined on the page where it appears."""
+
+import re
+
+import pytest
+from conftest import open_page
+
+PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance"]
+
+# abbreviation (a regex) -> its definition (a regex), which must appear on the same page
+ABBREVIATIONS = {
+    r"\bdof\b": r"degrees of freedom",
+    r"\bTV\b": r"total variation",
+    r"\bKV\b": r"\bkeys? and values?\b",
+    r"α": r"acceptance rate",
+    r"τ": r"tokens per (target )?forward",
+    r"re-prefill": r"window moved|window moves",
+}
+
+
+def page_text(at, help: bool = True) -> str:
+    """Every text the page sends: markdown, captions, alerts, titles, labels, tables' headers and cells, and
+    with ``help`` the hover help (which a projector's audience does not see)."""
+    out = []
+    fields = ("body", "label", "value", "help", "text") if help else ("body", "label", "value", "text")
+    for kind in ("title", "header", "subheader", "markdown", "caption", "info", "warning", "error", "success",
+                 "latex", "code", "text", "metric", "expander", "tabs"):  # fmt: skip
+        for el in at.get(kind):
+            proto = el.proto
+            out += [str(getattr(proto, f, "")) for f in fields]
+    for kind in ("button", "toggle", "checkbox", "radio", "selectbox", "slider", "select_slider", "number_input",
+                 "text_area", "segmented_control", "multiselect", "text_input"):  # fmt: skip
+        for el in at.get(kind):
+            out += [str(getattr(el.proto, f, "")) for f in fields if f in ("label", "help")]
+    for kind in ("dataframe", "table"):
+        for el in at.get(kind):
+            try:
+                frame = el.value
+            except Exception:  # noqa: BLE001  an element AppTest cannot decode: its text is checked elsewhere
+                continue
+            out += [str(c) for c in frame.columns]
+            out += [str(v) for v in frame.astype(str).to_numpy().ravel() if isinstance(v, str)]
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_words(page):
+    check_words(open_page(f"pages/{page}.py", timeout=300))
+
+
+def check_words(at) -> None:
+    text, shown = page_text(at), page_text(at, help=False)
+    assert not re.search(r"seed 0", text, re.IGNORECASE), re.findall(r".{40}seed 0.{20}", text, re.IGNORECASE)
+    assert not re.search(r"(?<![\w'\"])None(?![\w'\"])", text), re.findall(r".{40}\bNone\b.{20}", text)
+    missing = [a for a, d in ABBREVIATIONS.items() if re.search(a, text) and not re.search(d, shown, re.IGNORECASE)]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize(("page", "button", "times"), [("step", "nav_next", 3), ("lesson", "lesson_next", 3)])
+def test_page_words_after_a_few_steps(page, button, times):
+    at = open_page(f"pages/{page}.py", timeout=300)
+    for _ in range(times):
+        at.button(key=button).click().run()
+        assert not at.exception, at.exception
+        check_words(at)
+
+
+def test_exactness_results_words():
+    at = open_page("pages/exactness.py", timeout=300)
+    at.button(key="ex_run").click().run()
+    assert not at.exception, at.exception
+    check_words(at)

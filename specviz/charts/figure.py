@@ -3,11 +3,49 @@ validation. Building a figure through go.Bar/update_layout validates every prope
 about 10 ms a figure, most of a round's render budget; the chart tests validate every figure
 once instead (tests/test_charts.py)."""
 
+import re
+
 import plotly.graph_objects as go
+
+# The smallest chart text that reads on a projector from the back of a classroom, in pixels.
+MIN_FONT = 12
+# A horizontal legend on a line of its own at the figure's bottom: plotly reserves the room for it
+# below the axes' tick labels and title (a legend at a paper y below the axis lands on them).
+LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0, "yanchor": "bottom"}
+
+
+def classroom(layout: dict) -> dict:
+    """``layout`` with what every chart needs to fit at 1024 px: axes that make room for their tick
+    labels and titles, a title (two lines at most, its second in <sub>) that pushes the plot down
+    rather than running into it, a horizontal legend on its own line below, text of MIN_FONT px or more."""
+    out = dict(layout)
+    out["font"] = {"size": MIN_FONT + 1, **out.get("font", {})}
+    out.setdefault("uniformtext", {"minsize": MIN_FONT, "mode": "show"})  # bar labels never shrink below it
+    for key, axis in layout.items():
+        if key[:5] in ("xaxis", "yaxis") and isinstance(axis, dict):
+            out[key] = {"automargin": True, **axis}
+    if not any(k[:5] == "xaxis" for k in layout):
+        out["xaxis"] = {"automargin": True}
+    if not any(k[:5] == "yaxis" for k in layout):
+        out["yaxis"] = {"automargin": True}
+    if isinstance(title := layout.get("title"), dict) and title.get("text"):
+        # <sub> draws at 70 % of the title's size, under MIN_FONT: a subtitle line is MIN_FONT instead
+        text = title["text"].replace("<sub>", f"<span style='font-size:{MIN_FONT}px'>").replace("</sub>", "</span>")
+        title = {**title, "text": text}
+        out["title"] = {"yref": "container", "y": 1, "yanchor": "top", "automargin": True,
+                        # plotly anchors a title's first line at the top: each further line would rise above it
+                        "pad": {"t": 6 + (MIN_FONT + 2) * text.count("<br>"), "b": 6},
+                        **title, "font": {"size": MIN_FONT + 3, **title.get("font", {})}}  # fmt: skip
+    legend = layout.get("legend")
+    if isinstance(legend, dict) and legend.get("orientation") == "h" and legend.get("yref") != "container":
+        out["legend"] = {**LEGEND_BELOW, **{k: v for k, v in legend.items() if k not in ("x", "y", "yanchor")}}
+    return out
 
 
 def figure(data: list[dict], layout: dict) -> go.Figure:
-    return go.Figure({"data": data, "layout": layout}, _validate=False)
+    # A bar's label stays level: plotly turns one that does not fit its bar on its side
+    data = [{"textangle": 0, **d} if d.get("type") == "bar" and "text" in d else d for d in data]
+    return go.Figure({"data": data, "layout": classroom(layout)}, _validate=False)
 
 
 def bar(x, y, name: str, **kw) -> dict:
@@ -33,7 +71,8 @@ def draws(x, values, name: str, color: str) -> dict:
     """Uniform draws as crosses, one per x that drew one (None: nothing was drawn there)."""
     drawn = [(xi, v) for xi, v in zip(x, values, strict=True) if v is not None]
     return {"type": "scatter", "mode": "markers", "x": [a for a, _ in drawn], "y": [b for _, b in drawn],
-            "name": name, "marker": {"symbol": "x", "size": 11, "color": color}}  # fmt: skip
+            "name": name, "marker": {"symbol": "x", "size": 11, "color": color},
+            "hovertemplate": "%{x}: %{y:.3f}"}  # fmt: skip
 
 
 def probability_figure(data: list[dict], title: str, x_title: str) -> go.Figure:
@@ -42,3 +81,26 @@ def probability_figure(data: list[dict], title: str, x_title: str) -> go.Figure:
                          "xaxis": {"title": {"text": x_title}, "type": "category"},
                          "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},
                          "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip
+
+
+# The 1.0x line of a speedup chart drawn sideways (bars along x).
+PARITY_LINE_X = {**PARITY_LINE, "x0": 1, "x1": 1, "xref": "x", "y0": 0, "y1": 1, "yref": "paper"}
+
+
+def sideways(data: list[dict], layout: dict) -> tuple[list[dict], dict]:
+    """Grouped bars over many named categories turned on their side: the names read level on the
+    y axis at any width (at 1024 px, 17 names under upright bars were cut or overlapped), and each
+    bar's label sits past its end. The first category stays on top."""
+    swap = {"%{x}": "%{y}", "%{y": "%{x"}  # the hover's name and value trade axes too
+    data = [{**d, "x": d["y"], "y": d["x"], "orientation": "h",
+             **({"hovertemplate": re.sub(r"%\{x\}|%\{y", lambda m: swap[m[0]], d["hovertemplate"])}
+                if "hovertemplate" in d else {}), **({"textposition": "outside"} if "text" in d else {})}
+            if d.get("type") == "bar" else d for d in data]  # fmt: skip
+    names = max((len(d["y"]) for d in data if d.get("type") == "bar"), default=1)
+    series = sum(1 for d in data if d.get("type") == "bar")
+    x, y = layout.get("xaxis", {}), layout.get("yaxis", {})
+    shapes = [PARITY_LINE_X if s is PARITY_LINE else s for s in layout.get("shapes", [])]
+    return data, {**layout, "height": 140 + names * (8 + 17 * series), "shapes": shapes,
+                  "xaxis": {**{k: v for k, v in y.items() if k != "range"}},
+                  "yaxis": {**{k: v for k, v in x.items() if k != "tickangle"}, "autorange": "reversed",
+                            "type": "category"}}  # fmt: skip

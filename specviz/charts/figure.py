@@ -104,3 +104,18 @@ def sideways(data: list[dict], layout: dict) -> tuple[list[dict], dict]:
                   "xaxis": {**{k: v for k, v in y.items() if k != "range"}},
                   "yaxis": {**{k: v for k, v in x.items() if k != "tickangle"}, "autorange": "reversed",
                             "type": "category"}}  # fmt: skip
+
+
+def finish(fig: go.Figure) -> go.Figure:
+    """A figure built with plotly's own methods (subplots, add_scatter), given classroom's layout."""
+    out = fig.to_plotly_json()
+    return figure(out["data"], out["layout"])
+
+
+def nothing(title: str, why: str, height: int = 160) -> go.Figure:
+    """A chart with nothing to draw: its title, and a sentence saying why, in place of empty axes."""
+    hidden = {"visible": False}
+    return figure([], {"title": {"text": title}, "height": height, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
+                       "xaxis": hidden, "yaxis": hidden,
+                       "annotations": [{"text": why, "xref": "paper", "yref": "paper", "x": 0.5, "y": 0.5,
+                                        "showarrow": False}]})  # fmt: skip

@@ -122,7 +122,13 @@ def _check(page, where: str, found: list[str], shots, name: str) -> None:
     _settle(page)
     found += [f"{where}: {v}" for v in page.evaluate(CHECK_CHARTS, [MIN_PX])]
     found += [f"{where}: {v}" for v in page.evaluate(CHECK_TABLES)]
-    page.screenshot(path=shots / f"{re.sub(r'[^a-z0-9]+', '-', name)}.png", full_page=True)
+    # each chart and table on its own: the page scrolls inside Streamlit's container, a page shot misses them
+    stem = re.sub(r"[^a-z0-9]+", "-", name)
+    for kind, sel in (("chart", ".js-plotly-plot"), ("table", "[data-testid='stDataFrame']")):
+        items = page.locator(sel)
+        for i in range(items.count()):
+            if items.nth(i).is_visible():
+                items.nth(i).screenshot(path=shots / f"{stem}-{kind}-{i}.png")
 
 
 @pytest.mark.parametrize("width,height", [(1024, 768)])

@@ -14,6 +14,33 @@ MIN_FONT = 12
 LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0, "yanchor": "bottom"}
 
 
+# A top margin this tall or taller was sized by its chart for its title (trees that draw past their
+# plot area): the title keeps plotly's place in it.
+OWN_MARGIN = 80
+# Characters per title line: ~300 px, the narrowest column a chart sits in at 1024 px, at the title's
+# 15 px bold (34) and the second line's 12 px (44).
+TITLE_CHARS, SUB_CHARS = 34, 44
+
+
+def _wrap_line(line: str, limit: int) -> list[str]:
+    out = [""]
+    for word in line.split(" "):
+        seen = len(re.sub(r"<[^>]*>", "", out[-1] + " " + word))
+        out[-1:] = [out[-1], word] if out[-1] and seen > limit else [f"{out[-1]} {word}".strip()]
+    return out
+
+
+def wrap(title: str) -> str:
+    """``title``'s lines (<br>) broken at spaces to fit a 300 px column; a <sub> line stays <sub>."""
+    lines = []
+    for line in title.split("<br>"):
+        sub = line.startswith("<sub>") and line.endswith("</sub>") and line.count("<sub>") == 1
+        inner = line[5:-6] if sub else line
+        parts = _wrap_line(inner, SUB_CHARS if sub else TITLE_CHARS)
+        lines += [f"<sub>{p}</sub>" for p in parts] if sub else parts
+    return "<br>".join(lines)
+
+
 def classroom(layout: dict) -> dict:
     """``layout`` with what every chart needs to fit at 1024 px: axes that make room for their tick
     labels and titles, a title (two lines at most, its second in <sub>) that pushes the plot down
@@ -30,12 +57,18 @@ def classroom(layout: dict) -> dict:
         out["yaxis"] = {"automargin": True}
     if isinstance(title := layout.get("title"), dict) and title.get("text"):
         # <sub> draws at 70 % of the title's size, under MIN_FONT: a subtitle line is MIN_FONT instead
-        text = title["text"].replace("<sub>", f"<span style='font-size:{MIN_FONT}px'>").replace("</sub>", "</span>")
+        text = (
+            wrap(title["text"]).replace("<sub>", f"<span style='font-size:{MIN_FONT}px'>").replace("</sub>", "</span>")
+        )
         title = {**title, "text": text}
-        out["title"] = {"yref": "container", "y": 1, "yanchor": "top", "automargin": True,
-                        # plotly anchors a title's first line at the top: each further line would rise above it
-                        "pad": {"t": 6 + (MIN_FONT + 2) * text.count("<br>"), "b": 6},
-                        **title, "font": {"size": MIN_FONT + 3, **title.get("font", {})}}  # fmt: skip
+        top = any(isinstance(a, dict) and a.get("side") == "top" for k, a in layout.items() if k[:5] == "xaxis")
+        top = top or layout.get("margin", {}).get("t", 0) >= OWN_MARGIN
+        # Anchored by its last line just above the plot, a title of any number of lines grows upwards and
+        # pushes the top margin (anchored at the figure's top, plotly lets the lines above the first rise
+        # out of the figure); over an axis drawn on top, or in a
+        # margin the chart sized for it (OWN_MARGIN), it stays at the figure's top in its own margin.
+        where = {} if top else {"yref": "paper", "y": 1, "yanchor": "bottom", "automargin": True, "pad": {"b": 16}}
+        out["title"] = {**where, **title, "font": {"size": MIN_FONT + 3, **title.get("font", {})}}
     legend = layout.get("legend")
     if isinstance(legend, dict) and legend.get("orientation") == "h" and legend.get("yref") != "container":
         out["legend"] = {**LEGEND_BELOW, **{k: v for k, v in legend.items() if k not in ("x", "y", "yanchor")}}
@@ -76,10 +109,11 @@ def draws(x, values, name: str, color: str) -> dict:
 
 
 def probability_figure(data: list[dict], title: str, x_title: str) -> go.Figure:
-    """Probabilities (0..1) over categorical x, titled with a subtitle line, the legend below."""
+    """Probabilities (0..1) over categorical x, titled with a subtitle line, the legend below; room
+    above 1 for an arrow's label (arrow), which would otherwise run into the title."""
     return figure(data, {"title": {"text": title}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
                          "xaxis": {"title": {"text": x_title}, "type": "category"},
-                         "yaxis": {"title": {"text": "probability"}, "range": [0, 1.05]},
+                         "yaxis": {"title": {"text": "probability"}, "range": [0, 1.35], "tickvals": [0, 0.5, 1]},
                          "legend": {"orientation": "h", "y": -0.3}})  # fmt: skip
 
 

@@ -92,7 +92,7 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
     fig.update_yaxes(title_text="counts", row=2, col=1)
     fig.update_yaxes(rangemode="tozero")  # counts: an empty panel's axis is not -1 to 1
     if not rounds:  # before round 1 the lower panel has nothing to draw: say so
-        fig.add_annotation(text="No round yet: each round's additions appear here.", xref="x2 domain",
+        fig.add_annotation(text="No round yet", xref="x2 domain",
                            yref="y2 domain", x=0.5, y=0.5, showarrow=False)  # fmt: skip
     return finish(fig)
 

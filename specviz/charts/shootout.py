@@ -25,6 +25,34 @@ def _layout(title: str, x: str, y: str, sub: str | None = None, **kw) -> dict:
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
 
 
+# The results table's short headers (the page at 1024 px leaves it ~560 px), each spelt out in its help.
+RESULTS_VIEW = {"verification": {"label": "rule"}, "tokens / forward": {"label": "τ"}, "acceptance α": {"label": "α"},
+                "tokens / s": {"label": "tok/s"}, "wall s": {"label": "s"}, "speedup": {"label": "×"},
+                "vs baseline (sign test)": {"label": "sign test"}, "draft cost c": {"label": "c"},
+                "greedy = baseline": {"label": "= plain"}}  # fmt: skip
+RESULTS_HELP = {
+    "verification": "The verification rule.", "T": "Temperature.", "K": "Draft length.",
+    "tokens / forward": "τ: tokens per target forward pass.", "acceptance α": "α: accepted / drafted tokens checked.",
+    "tokens / s": "Tokens per second.", "wall s": "Wall-clock seconds of the run.",
+    "speedup": "Speedup: plain decoding's time over this run's.",
+    "vs baseline (sign test)": "Faster or slower than plain decoding, by a sign test over the repeats.",
+    "of ideal": "The speedup as a fraction of τ, the speedup if drafting and verifying were free.",
+    "draft cost c": "c: the time to draft one token, in target forward passes.",
+    "greedy = baseline": "At T = 0: whether the text equals plain decoding's.",
+}  # fmt: skip
+
+
+def rules_view(rule: str) -> dict[str, dict]:
+    """The rules table's short headers; rules_help spells each out."""
+    return {c: {"label": short} for c, short in zip(list(rule_columns(rule).values())[1:],
+            ["τ tw", f"τ {rule}", "τ tw, same", f"τ {rule}, same"], strict=True)}  # fmt: skip
+
+
+def rules_help(rule: str) -> dict[str, str]:
+    names = list(rule_columns(rule).values())[1:]
+    return {n: f"{n}: tokens per target forward pass (tw: token-wise)." for n in names}
+
+
 def rule_columns(rule: str) -> dict[str, str]:
     """A rules row's keys (specviz.bench.shootout.rules_row) -> column names, token-wise beside ``rule``."""
     return {"drafter": "drafter", "tau_lossless": "τ token-wise (measured)", f"tau_{rule}": f"τ {rule} (measured)",

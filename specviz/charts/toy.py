@@ -92,7 +92,7 @@ def convergence_chart(curves: dict[str, list[tuple[int, float]]], limits: dict[s
     # One tick per decade: plotly's default also labels 2 and 5 in each, which collide at projector widths.
     layout = _plot("TV(output histogram, p)<br><sub>as the steps add up</sub>",
                    {"type": "log", "dtick": 1, "tickformat": ",d", "title": {"text": "steps"}},
-                   {"type": "log", "dtick": 1, "title": {"text": "total variation distance to p"}})  # fmt: skip
+                   {"type": "log", "dtick": 1, "title": {"text": "TV distance to p"}})  # fmt: skip
     return figure(data, layout)
 
 

@@ -41,11 +41,12 @@ def test_plotly_text_leaves_no_tag_or_entity(text):
 
 
 def test_uploaded_rows_become_escaped_chart_text():
+    def unwrapped(title: str) -> str:  # the title's text: the chart breaks long lines at spaces, the second is a span
+        return re.sub(r"</?span[^>]*>", "", title).replace("<br>", " ")
+
     fig = speedup_bars([BENCH_ROW | {"drafter": PAYLOAD}], f"{PAYLOAD}.jsonl")
-    assert fig.layout.title.text == plotly_text(f"{PAYLOAD}.jsonl") and list(fig.data[0].y) == [
-        plotly_text(PAYLOAD)
-    ]  # bars on their side
+    assert unwrapped(fig.layout.title.text) == plotly_text(f"{PAYLOAD}.jsonl")
+    assert list(fig.data[0].y) == [plotly_text(PAYLOAD)]  # bars on their side
     both = speedup_bars([BENCH_ROW], f"{PAYLOAD}.jsonl", PAYLOAD)  # the second line is escaped too
-    assert both.layout.title.text == (
-        f"{plotly_text(PAYLOAD + '.jsonl')}<br><span style='font-size:{MIN_FONT}px'>{plotly_text(PAYLOAD)}</span>"
-    )
+    assert f"<span style='font-size:{MIN_FONT}px'>" in both.layout.title.text
+    assert unwrapped(both.layout.title.text) == f"{plotly_text(PAYLOAD + '.jsonl')} {plotly_text(PAYLOAD)}"

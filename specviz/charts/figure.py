@@ -14,9 +14,6 @@ MIN_FONT = 12
 LEGEND_BELOW = {"orientation": "h", "x": 0, "xanchor": "left", "yref": "container", "y": 0, "yanchor": "bottom"}
 
 
-# A top margin this tall or taller was sized by its chart for its title (trees that draw past their
-# plot area): the title keeps plotly's place in it.
-OWN_MARGIN = 80
 # Characters per title line: ~300 px, the narrowest column a chart sits in at 1024 px, at the title's
 # 15 px bold (34) and the second line's 12 px (44).
 TITLE_CHARS, SUB_CHARS = 34, 44
@@ -62,12 +59,10 @@ def classroom(layout: dict) -> dict:
         )
         title = {**title, "text": text}
         top = any(isinstance(a, dict) and a.get("side") == "top" for k, a in layout.items() if k[:5] == "xaxis")
-        top = top or layout.get("margin", {}).get("t", 0) >= OWN_MARGIN
         # Anchored by its last line just above the plot, a title of any number of lines grows upwards and
         # pushes the top margin (anchored at the figure's top, plotly lets the lines above the first rise
-        # out of the figure); over an axis drawn on top, or in a
-        # margin the chart sized for it (OWN_MARGIN), it stays at the figure's top in its own margin.
-        where = {} if top else {"yref": "paper", "y": 1, "yanchor": "bottom", "automargin": True, "pad": {"b": 16}}
+        # out of the figure), clear of the top tick label; over an axis drawn on top, it stays at the figure's top in its own margin.
+        where = {} if top else {"yref": "paper", "y": 1, "yanchor": "bottom", "automargin": True, "pad": {"b": 22}}
         out["title"] = {**where, **title, "font": {"size": MIN_FONT + 3, **title.get("font", {})}}
     legend = layout.get("legend")
     if isinstance(legend, dict) and legend.get("orientation") == "h" and legend.get("yref") != "container":
@@ -78,6 +73,11 @@ def classroom(layout: dict) -> dict:
 def figure(data: list[dict], layout: dict) -> go.Figure:
     # A bar's label stays level: plotly turns one that does not fit its bar on its side
     data = [{"textangle": 0, **d} if d.get("type") == "bar" and "text" in d else d for d in data]
+    # An arrow's label above the tallest bar needs room under the title: the axis reaches 1.4x the bars
+    arrows = any(a.get("showarrow") and a.get("yref", "y") == "y" for a in layout.get("annotations", []))
+    tops = [v for d in data if d.get("type") == "bar" for v in d.get("y", []) if isinstance(v, int | float)]
+    if arrows and tops and "range" not in layout.get("yaxis", {}):
+        layout = {**layout, "yaxis": {**layout.get("yaxis", {}), "range": [0, max(tops) * 1.4]}}
     return go.Figure({"data": data, "layout": classroom(layout)}, _validate=False)
 
 

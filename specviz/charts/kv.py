@@ -60,6 +60,7 @@ def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Fig
         shapes.append({"type": "line", "x0": current, "x1": current, "y0": 0, "y1": 1, "yref": "paper",
                        "line": {"dash": "dot", "color": "#111827"}})  # fmt: skip
     return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
-                         "xaxis": {"title": {"text": "round"}}, "yaxis": {"title": {"text": "cache entries"}},
+                         "xaxis": {"title": {"text": "round"}, "tickformat": "d", "dtick": 1 if len(x) <= 25 else None},
+                         "yaxis": {"title": {"text": "cache entries"}},
                          "title": {"text": "KV cache over the rounds"}, "bargap": 0.1, "shapes": shapes,
                          "legend": {"orientation": "h", "y": -0.45}})  # fmt: skip

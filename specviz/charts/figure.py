@@ -133,9 +133,12 @@ def sideways(data: list[dict], layout: dict) -> tuple[list[dict], dict]:
     names = max((len(d["y"]) for d in data if d.get("type") == "bar"), default=1)
     series = sum(1 for d in data if d.get("type") == "bar")
     x, y = layout.get("xaxis", {}), layout.get("yaxis", {})
+    ends = [v for d in data if d.get("type") == "bar" for v in d["x"] if isinstance(v, int | float)]
+    if ends and any("text" in d for d in data):  # room past the longest bar for its label ("1.23×")
+        y = {**y, "range": [0, max(ends) * 1.3]}
     shapes = [PARITY_LINE_X if s is PARITY_LINE else s for s in layout.get("shapes", [])]
     return data, {**layout, "height": 140 + names * (8 + 17 * series), "shapes": shapes,
-                  "xaxis": {**{k: v for k, v in y.items() if k != "range"}},
+                  "xaxis": dict(y),
                   "yaxis": {**{k: v for k, v in x.items() if k != "tickangle"}, "autorange": "reversed",
                             "type": "category"}}  # fmt: skip
 

@@ -77,7 +77,7 @@ def window_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
         "xaxis": {"title": {"text": "offset after the root (0 = the root)"}, "dtick": 1},
         "yaxis": {"title": {"text": "level (older below)"}, "dtick": 1, "range": [-0.6, top + 0.6]},
         "height": 140 + 45 * (top + 1),
-        "margin": {"t": 40, "b": 40},
+        "margin": {"t": 80, "b": 40},
         "showlegend": True,
         "font": {"color": MUTED},
     }

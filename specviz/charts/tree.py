@@ -236,7 +236,7 @@ def mask_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
     kind = "Tree attention mask" if r.tree_mask is not None else "Causal mask (this draft is a chain)"
     fig.update_layout(title=dict(text=f"{kind}<br><sub>blue: may attend; ✓ outlined rows: the accepted path</sub>",
                                  yref="container", y=1, yanchor="top", pad=dict(t=10)),  # above the top ticks
-                      height=min(1000, max(340, 18 * n + 150)), margin=dict(l=10, r=10, t=95, b=10),
+                      height=min(1000, max(340, 18 * n + 175)), margin=dict(l=10, r=10, t=130, b=10),
                       xaxis=dict(tickvals=list(range(n)), ticktext=labels, side="top", tickfont=dict(size=font)),
                       yaxis=dict(tickvals=list(range(n)), ticktext=rows, autorange="reversed", tickfont=dict(size=font)))  # fmt: skip
     return finish(fig)

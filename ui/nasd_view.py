@@ -10,7 +10,7 @@ from specviz.core.markup import md
 from specviz.core.record import RoundRecord
 from specviz.core.session import Session
 from ui.knobs import text_tail
-from ui.widgets import chart
+from ui.widgets import chart, table
 
 
 def _headline(r: RoundRecord, vocab: list[str], state: dict) -> tuple[str, str]:
@@ -53,13 +53,13 @@ def nasd_view(session: Session) -> None:
         c = st.columns(2, gap="large")
         with c[0]:
             st.markdown("**How the draft was made** (one storage lookup per drafted character)")
-            st.dataframe(charts.lookups_frame(r, vocab), hide_index=True)
+            table(charts.lookups_frame(r, vocab))
         with c[1]:
             st.markdown("**What the storage learned after the round**")
-            st.dataframe(charts.added_frame(r, states[-1]["effects"], vocab), hide_index=True)
+            table(charts.added_frame(r, states[-1]["effects"], vocab))
         rounds = session.rounds[:cursor]
         chart(charts.drafts_figure(rounds, r.number), "nasd_drafts")
         with st.expander("Every draft so far"):
-            st.dataframe(charts.drafts_frame(rounds, vocab), hide_index=True)
+            table(charts.drafts_frame(rounds, vocab))
     with st.expander(f"The storage after the newest computed round ({len(session.rounds)})"):
-        st.dataframe(charts.storage_frame(gen.drafter.rows(), vocab), hide_index=True)
+        table(charts.storage_frame(gen.drafter.rows(), vocab))

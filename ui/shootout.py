@@ -78,7 +78,7 @@ def key(spec) -> tuple:
 def show(result) -> None:
     provenance(result)
     at_k = [r for r in result.rows if r["k"] == result.k]
-    table(charts.results_frame(at_k))
+    table(charts.results_frame(at_k), charts.RESULTS_HELP, charts.RESULTS_VIEW)
     c = st.columns(2)
     with c[0]:
         chart(charts.speedup_bars(at_k, f"Speedup, K={result.k}", "beside tokens per forward pass, the ideal"),
@@ -90,18 +90,20 @@ def show(result) -> None:
     chart(charts.model_vs_measured(at_k), "so_model")
     if result.rules:
         st.subheader(f"Token-wise or {result.chain_rule} verification, chain drafters")
-        st.dataframe(charts.rules_frame(result.rules, result.chain_rule), hide_index=True)
+        rule = result.chain_rule
+        table(charts.rules_frame(result.rules, rule), charts.rules_help(rule), charts.rules_view(rule))
         chart(charts.rules_bars(result.rules, result.k, result.chain_rule), "so_rules")
         st.caption(charts.RULES_EXPLAIN)
     if getattr(result, "tree_rules", None):  # a result kept from before traversal rows had none
         st.subheader(f"Token-wise or {result.tree_rule} verification, tree drafters")
-        st.dataframe(charts.rules_frame(result.tree_rules, result.tree_rule), hide_index=True)
+        rule = result.tree_rule
+        table(charts.rules_frame(result.tree_rules, rule), charts.rules_help(rule), charts.rules_view(rule))
         chart(charts.rules_bars(result.tree_rules, result.k, result.tree_rule), "so_tree_rules")
         st.caption(charts.TREE_RULES_EXPLAIN)
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
     with st.expander("Every K"):
-        table(charts.results_frame(result.rows))
+        table(charts.results_frame(result.rows), charts.RESULTS_HELP, charts.RESULTS_VIEW)
 
 
 def from_file() -> None:

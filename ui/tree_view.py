@@ -14,12 +14,14 @@ import torch
 from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.charts.draft_tree import draft_tree_figure
+from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
 from specviz.core.session import Session
 from ui.knobs import text_tail
 from ui.method_views import TRIE
 from ui.round_view import chart, sibling_tries
+from ui.widgets import table
 
 SAMPLING = {"with-replacement": "each node's children sampled from q with replacement",
             "without-replacement": "each node's children sampled from q without replacement"}  # fmt: skip
@@ -120,4 +122,4 @@ def tree_view(session: Session) -> None:
         st.markdown("**The target's checks, in the order it made them**")
         st.caption("Depth first: a child is checked only after its parent is accepted; after a rejection the "
                    "next sibling is tried against the residual.")  # fmt: skip
-        st.dataframe(candidate_frame(r, vocab), hide_index=True)
+        table(candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)

@@ -17,19 +17,48 @@ def chart(fig, key: str) -> None:
 PINNED = ("depth", "token", "drafted", "result", "block keeps", "drafter")
 
 
+# Shown in place of a missing value (Python's None), and what it means, added to the column's help.
+NONE_MARK = "—"
+NONE_HELP = f"{NONE_MARK}: none here (nothing was drawn, scored or measured for this row)."
+CHAR_PX, PAD_PX, MAX_PX = 8, 18, 220  # a column's width from its longest text, at the grid's 14 px font
+
+
+def _numbers(column) -> bool:
+    """Whether a column holds numbers only (and missing values): numpy scalars mixed with None come as objects."""
+    values = [v for v in column if v is not None and v == v]
+    return bool(values) and all(isinstance(v, int | float) and not isinstance(v, bool) or hasattr(v, "dtype")
+                                for v in values)  # fmt: skip
+
+
 def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None) -> None:
     """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
     columns first, and probabilities to 3 decimals. ``view``: column -> its header, width in pixels
-    and marks shown in place of its values, where a narrow table needs them (charts.checks_view)."""
+    and marks shown in place of its values, where a narrow table needs them (charts.checks_view).
+    A missing value reads NONE_MARK, explained in its column's help; a column is as wide as its
+    header or its longest value, whichever is longer, so neither is cut."""
     help, view = help or {}, view or {}
+    frame = frame.copy()
     config = {}
     for name in frame.columns:
         v = view.get(name, {})
-        common = {"label": v.get("label"), "help": help.get(name), "width": v.get("width"),
-                  "pinned": name in PINNED or None}  # fmt: skip
+        column = frame[name]
+        if column.dtype.kind == "O" and _numbers(column):
+            column = frame[name] = column.astype(float)
+        tip = help.get(name)
+        if column.isna().any():
+            tip = f"{tip} {NONE_HELP}" if tip else NONE_HELP
+            if column.dtype.kind == "f":  # a number column shows NaN as "None": the numbers as text instead
+                column = frame[name] = column.map(lambda x: NONE_MARK if x != x else f"{x:.3f}")
+            else:
+                column = frame[name] = column.map(lambda x: NONE_MARK if x is None or x != x else x)
+        header = v.get("label") or str(name)
+        shown = (f"{x:.3f}" if column.dtype.kind == "f" else str(x) for x in column)
+        longest = max([len(header), *map(len, shown)])
+        width = v.get("width") or min(MAX_PX, CHAR_PX * longest + PAD_PX)
+        common = {"label": v.get("label"), "help": tip, "width": width, "pinned": name in PINNED or None}
         if marks := v.get("marks"):  # a read-only select shows each value's mark; the data keeps the word
             config[name] = st.column_config.SelectboxColumn(options=list(marks), format_func=marks.get, **common)
-        elif frame[name].dtype.kind == "f":
+        elif column.dtype.kind == "f":
             config[name] = st.column_config.NumberColumn(format="%.3f", **common)
         else:
             config[name] = st.column_config.Column(**common)

@@ -9,7 +9,7 @@ its own whose rows wrap."""
 import pandas as pd
 import plotly.graph_objects as go
 
-from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
+from specviz.charts.figure import PARITY_LINE, bar, figure, sideways, times_labels
 from specviz.charts.palette import BLUE, SKY
 from specviz.core.markup import plotly_text
 
@@ -24,10 +24,10 @@ def speedup_figure(rows: list[dict]) -> go.Figure:
             **times_labels(r[f"speedup T={T}"] for r in rows))
         for T, colour in (("0", BLUE), ("0.8", SKY))
     ]  # fmt: skip
-    return figure(data, {"title": {"text": "Measured speedup over plain decoding (hatched: lossy)"}, "barmode": "group",
-                         "height": 380, "margin": {"l": 50, "r": 10, "t": 50, "b": 110}, "shapes": [PARITY_LINE],
-                         "yaxis": {"title": {"text": "× plain decoding"}}, "xaxis": {"tickangle": -40},
-                         "legend": {"orientation": "h", "y": 1.08, "x": 1, "xanchor": "right"}})  # fmt: skip
+    return figure(*sideways(data, {"title": {"text": "Measured speedup over plain decoding<br><sub>hatched: lossy</sub>"},
+                                   "barmode": "group", "margin": {"l": 10, "r": 10, "t": 60, "b": 10},
+                                   "shapes": [PARITY_LINE], "yaxis": {"title": {"text": "× plain decoding"}},
+                                   "legend": {"orientation": "h"}}))  # fmt: skip
 
 
 TEMPERATURES = (0.0, 0.8)  # the bench's

@@ -3,7 +3,7 @@
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
-from specviz.charts.figure import bar, figure
+from specviz.charts.figure import bar, figure, nothing
 from specviz.charts.palette import BLUE, GREY, ORANGE, PURPLE, SKY
 from specviz.core.record import RoundRecord
 
@@ -25,12 +25,15 @@ def features_heatmap(r: RoundRecord, vocab: list[str]) -> go.Figure:
     values = [row["values"] for row in rows]
     dims = len(values[0]) if values else 0
     n = r.draft_notes
-    title = (f"What the {n.get('head', 'EAGLE')} head read: {'fused features of blocks ' if len(n.get('layers', [])) > 1 else 'the top feature, block '}"
-             f"{', '.join(map(str, n.get('layers', [])))} (first {dims} of {n.get('width', '?')} dimensions)")  # fmt: skip
+    layers = ", ".join(map(str, n.get("layers", [])))
+    what = f"fused features of blocks {layers}" if len(n.get("layers", [])) > 1 else f"the top feature, block {layers}"
+    title = f"What the {n.get('head', 'EAGLE')} head read<br><sub>{what}; first {dims} of {n.get('width', '?')} dimensions</sub>"
+    # A short bar: three ticks, its title beside it, so its labels never crowd each other
+    bar = {"title": {"text": "value", "side": "right"}, "thickness": 14, "len": 1, "nticks": 3}
     data = [{"type": "heatmap", "z": values, "y": names, "x": list(range(dims)), "colorscale": "RdBu",
-             "zmid": 0, "colorbar": {"title": {"text": "value"}},
+             "zmid": 0, "colorbar": bar,
              "hovertemplate": "%{y}<br>dimension %{x}: %{z:.3f}<extra></extra>"}]  # fmt: skip
-    return figure(data, {"title": {"text": title, "font": {"size": 13}}, "height": 120 + 22 * len(rows),
+    return figure(data, {"title": {"text": title}, "height": 150 + 22 * len(rows),
                          "margin": {"l": 10, "r": 10, "t": 40, "b": 30}, "xaxis": {"title": {"text": "dimension"}},
                          "yaxis": {"autorange": "reversed", "automargin": True}})  # fmt: skip
 
@@ -45,7 +48,9 @@ def depth_figure(measured: dict, temperature: float) -> go.Figure:
                         customdata=list(zip(m["accepted"], m["tried"], strict=True)),
                         hovertemplate=f"{name}, depth %{{x}}: %{{y:.2f}} (%{{customdata[0]}}/%{{customdata[1]}})<extra></extra>"))  # fmt: skip
     when = "greedy" if temperature == 0 else f"T = {temperature}"
-    return figure(data, {"title": {"text": f"Acceptance by draft depth ({when}, K = {len(data[0]['x']) if data else 0})"},
+    if not data:
+        return nothing(f"Acceptance by draft depth ({when})", "Nothing measured at this temperature.")
+    return figure(data, {"title": {"text": f"Acceptance by draft depth<br><sub>{when}, K = {len(data[0]['x'])}</sub>"},
                          "barmode": "group", "height": 300, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
                          "xaxis": {"title": {"text": "draft depth"}, "dtick": 1},
                          "yaxis": {"title": {"text": "accepted / tried"}, "range": [0, 1.05]}})  # fmt: skip

@@ -20,24 +20,27 @@ def kv_ledger(r: RoundRecord, stages_shown: int = 3) -> go.Figure:
     dropped = written - kept_new
     stages = ["1. before", "2. verify writes", "3. after trim"]
     how = "gathered along the accepted path" if r.tree_mask is not None else "trimmed from the end"
-    h = {"orientation": "h", "textposition": "inside"}
+    h = {"orientation": "h"}
     data = [
-        bar([r.kv_before] * 3, stages, "cached context", marker={"color": CACHED}, text=[r.kv_before] * 3, **h),
-        bar([written, kept_new], stages[1:], f"{what} / kept", marker={"color": KEPT},
-            text=[f"+{written}", f"+{kept_new} kept"], **h),
-        bar([dropped], stages[2:], f"dropped ({how})", marker={"color": TRIMMED, **HATCH}, opacity=0.6,
-            text=[f"−{dropped}"], **h),
+        bar([r.kv_before] * 3, stages, "cached context", marker={"color": CACHED}, **h),
+        bar([written, kept_new], stages[1:], f"{what} / kept", marker={"color": KEPT}, **h),
+        bar([dropped], stages[2:], f"dropped ({how})", marker={"color": TRIMMED, **HATCH}, opacity=0.6, **h),
     ]  # fmt: skip
+    # The counts beside each stage's name, level and full size: inside a bar, "+2 kept" in a 2-entry
+    # segment was turned on its side and shrunk, or ran into its neighbour's label.
+    counts = [f"{r.kv_before}", f"{r.kv_before} + {written}", f"{r.kv_before} + {kept_new} kept, −{dropped}"]
+    ticks = [f"{stage}: {n}" for stage, n in zip(stages, counts, strict=True)]
     for trace in data:  # keep the stages reached so far; the axis keeps all three, so nothing jumps
         keep = [i for i, y in enumerate(trace["y"]) if stages.index(y) < stages_shown]
-        for field in ("x", "y", "text"):
+        for field in ("x", "y"):
             trace[field] = [trace[field][i] for i in keep]
     note = " — context window moved: cache re-prefilled" if r.reprefill else ""
     title = f"KV cache, round {r.number}: {r.kv_before} → {r.kv_after_verify} → {r.kv_after_trim}{note}"
     return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 10, "r": 10, "t": 40, "b": 10},
                          "title": {"text": title}, "xaxis": {"title": {"text": "cache entries"}},
                          "legend": {"orientation": "h", "y": -0.45},
-                         "yaxis": {"autorange": "reversed", "categoryorder": "array", "categoryarray": stages}})  # fmt: skip
+                         "yaxis": {"autorange": "reversed", "categoryorder": "array", "categoryarray": stages,
+                                   "tickvals": stages, "ticktext": ticks}})  # fmt: skip
 
 
 def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Figure:
@@ -57,6 +60,7 @@ def kv_timeline(rounds: list[RoundRecord], current: int | None = None) -> go.Fig
         shapes.append({"type": "line", "x0": current, "x1": current, "y0": 0, "y1": 1, "yref": "paper",
                        "line": {"dash": "dot", "color": "#111827"}})  # fmt: skip
     return figure(data, {"barmode": "stack", "height": 260, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
-                         "xaxis": {"title": {"text": "round"}}, "yaxis": {"title": {"text": "cache entries"}},
+                         "xaxis": {"title": {"text": "round"}, "tickformat": "d", "dtick": 1 if len(x) <= 25 else None},
+                         "yaxis": {"title": {"text": "cache entries"}},
                          "title": {"text": "KV cache over the rounds"}, "bargap": 0.1, "shapes": shapes,
                          "legend": {"orientation": "h", "y": -0.45}})  # fmt: skip

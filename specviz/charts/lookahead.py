@@ -71,11 +71,13 @@ def window_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
            "textfont": {"color": INK},
            "hovertemplate": "offset %{x}: new guess %{text}<extra></extra>"}  # fmt: skip
     layout = {
-        "title": {"text": f"Jacobi window: {len(levels)} levels × {n['W']} columns ({cols} run), and the new guesses"},
+        "title": {
+            "text": f"Jacobi window<br><sub>{len(levels)} levels × {n['W']} columns ({cols} run), and the new guesses</sub>"
+        },
         "xaxis": {"title": {"text": "offset after the root (0 = the root)"}, "dtick": 1},
         "yaxis": {"title": {"text": "level (older below)"}, "dtick": 1, "range": [-0.6, top + 0.6]},
         "height": 140 + 45 * (top + 1),
-        "margin": {"t": 40, "b": 40},
+        "margin": {"t": 80, "b": 40},
         "showlegend": True,
         "font": {"color": MUTED},
     }

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from specviz.charts.distributions import label, label_text
+from specviz.charts.figure import finish
 from specviz.charts.tree import node_status
 from specviz.core.record import RoundRecord
 
@@ -89,7 +90,11 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
     fig.update_xaxes(title="after round", row=2, col=1)
     fig.update_yaxes(title_text="entries", row=1, col=1)
     fig.update_yaxes(title_text="counts", row=2, col=1)
-    return fig
+    fig.update_yaxes(rangemode="tozero")  # counts: an empty panel's axis is not -1 to 1
+    if not rounds:  # before round 1 the lower panel has nothing to draw: say so
+        fig.add_annotation(text="No round yet", xref="x2 domain",
+                           yref="y2 domain", x=0.5, y=0.5, showarrow=False)  # fmt: skip
+    return finish(fig)
 
 
 def added_frame(r: RoundRecord, effects: list[str], vocab: list[str]) -> pd.DataFrame:
@@ -156,7 +161,7 @@ def drafts_figure(rounds: list[RoundRecord], current: int | None = None) -> go.F
         fig.add_vline(x=current, line_dash="dot", line_color="#111827")
     fig.update_layout(barmode="stack", height=300, margin=dict(l=40, r=10, t=40, b=30), xaxis=dict(title="round", dtick=1 if len(x) <= 25 else None),
                       yaxis_title="tokens", title="The drafts the storage produced", legend=dict(orientation="h", y=-0.3))  # fmt: skip
-    return fig
+    return finish(fig)
 
 
 def drafts_frame(rounds: list[RoundRecord], vocab: list[str]) -> pd.DataFrame:

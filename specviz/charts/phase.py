@@ -23,6 +23,7 @@ def accept_test(pos: PositionRecord, vocab: list[str]) -> go.Figure:
     else:
         data.append({"type": "scatter", "x": [pos.u], "y": ["u"], "mode": "markers+text", "name": "the draw u",
                      "text": [f"u = {pos.u:.3f}"], "textposition": "top center",
+                     "hovertemplate": "u = %{x:.3f}<extra></extra>",
                      "marker": {"symbol": "diamond", "size": 18, "color": INK}})  # fmt: skip
         op = "<" if pos.accepted else "≥"
         title = (

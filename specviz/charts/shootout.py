@@ -6,7 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from specviz.bench.shootout import modelled_speedup
-from specviz.charts.figure import PARITY_LINE, bar, figure, times_labels
+from specviz.charts.figure import PARITY_LINE, bar, figure, sideways, times_labels
+from specviz.charts.palette import BLUE, GREEN, INK, ORANGE, PURPLE, SKY, VERMILLION, YELLOW
 from specviz.core.markup import plotly_text
 from specviz.teaching.stats import expected_tokens_per_round
 
@@ -22,6 +23,34 @@ def _layout(title: str, x: str, y: str, sub: str | None = None, **kw) -> dict:
     return {"title": {"text": text}, "height": 320, "margin": {"l": 50, "r": 10, "t": 60, "b": 40},
             "xaxis": {"title": {"text": x}}, "yaxis": {"title": {"text": y}},
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
+
+
+# The results table's short headers (the page at 1024 px leaves it ~560 px), each spelt out in its help.
+RESULTS_VIEW = {"verification": {"label": "rule"}, "tokens / forward": {"label": "τ"}, "acceptance α": {"label": "α"},
+                "tokens / s": {"label": "tok/s"}, "wall s": {"label": "s"}, "speedup": {"label": "×"},
+                "vs baseline (sign test)": {"label": "sign test"}, "draft cost c": {"label": "c"},
+                "greedy = baseline": {"label": "= plain"}}  # fmt: skip
+RESULTS_HELP = {
+    "verification": "The verification rule.", "T": "Temperature.", "K": "Draft length.",
+    "tokens / forward": "τ: tokens per target forward pass.", "acceptance α": "α: accepted / drafted tokens checked.",
+    "tokens / s": "Tokens per second.", "wall s": "Wall-clock seconds of the run.",
+    "speedup": "Speedup: plain decoding's time over this run's.",
+    "vs baseline (sign test)": "Faster or slower than plain decoding, by a sign test over the repeats.",
+    "of ideal": "The speedup as a fraction of τ, the speedup if drafting and verifying were free.",
+    "draft cost c": "c: the time to draft one token, in target forward passes.",
+    "greedy = baseline": "At T = 0: whether the text equals plain decoding's.",
+}  # fmt: skip
+
+
+def rules_view(rule: str) -> dict[str, dict]:
+    """The rules table's short headers; rules_help spells each out."""
+    return {c: {"label": short} for c, short in zip(list(rule_columns(rule).values())[1:],
+            ["τ tw", f"τ {rule}", "τ tw, same", f"τ {rule}, same"], strict=True)}  # fmt: skip
+
+
+def rules_help(rule: str) -> dict[str, str]:
+    names = list(rule_columns(rule).values())[1:]
+    return {n: f"{n}: tokens per target forward pass (tw: token-wise)." for n in names}
 
 
 def rule_columns(rule: str) -> dict[str, str]:
@@ -69,8 +98,8 @@ def rules_bars(rules: list[dict], k: int, rule: str = "block") -> go.Figure:
                f"tau_same_{rule}": "#004C77"}  # fmt: skip
     data = [bar(names, [r[c] for r in rules], columns[c], marker={"color": colours[c]},
                 hovertemplate="%{x}: %{y:.2f}") for c in colours]  # fmt: skip
-    return figure(data, _layout(f"τ with token-wise and {rule} verification, K={k}", "drafter",
-                                "tokens per target forward", barmode="group"))  # fmt: skip
+    return figure(*sideways(data, _layout(f"τ, token-wise and {rule} verification", "drafter",
+                                          "tokens per target forward", f"K={k}", barmode="group")))  # fmt: skip
 
 
 def speedup_bars(rows: list[dict], title: str, sub: str | None = None) -> go.Figure:
@@ -81,12 +110,24 @@ def speedup_bars(rows: list[dict], title: str, sub: str | None = None) -> go.Fig
         bar(names, [r["speedup"] for r in rows], "speedup (measured)", marker={"color": "#004C77"},
             **times_labels(r["speedup"] for r in rows)),
     ]  # fmt: skip
-    return figure(data, _layout(title, "drafter", "× baseline", sub, barmode="group", shapes=[PARITY_LINE]))
+    return figure(*sideways(data, _layout(title, "drafter", "× baseline", sub, barmode="group", shapes=[PARITY_LINE])))
+
+
+# A line per drafter: 8 Okabe-Ito colours x 3 dashes x 6 markers, so no two of the 17 look alike
+COLOURS = (BLUE, ORANGE, GREEN, VERMILLION, SKY, PURPLE, YELLOW, INK)
+DASHES = ("solid", "dash", "dot")
+MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "star")
+
+
+def styled(lines: list[dict]) -> list[dict]:
+    """Each line its own colour, dash and marker (colour alone named 16 series with a few colours)."""
+    return [{**d, "line": {"color": COLOURS[i % 8], "dash": DASHES[i // 8 % 3]},
+             "marker": {"symbol": MARKERS[i % 6], "size": 8}} for i, d in enumerate(lines)]  # fmt: skip
 
 
 # A line per drafter (17 of them): the page draws these full width, and their legend below the axis title
 # may be as tall as it needs (plotly's default makes a long one a small scrolling box over the axis title).
-LINES = {"height": 420, "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "maxheight": 1}}
+LINES = {"height": 520, "legend": {"orientation": "h", "maxheight": 1}}
 
 
 def k_sweep(rows: list[dict]) -> go.Figure:
@@ -96,7 +137,7 @@ def k_sweep(rows: list[dict]) -> go.Figure:
         mine = sorted((r for r in rows if name(r) == d), key=lambda r: r["k"])
         data.append({"type": "scatter", "mode": "lines+markers", "name": d, "x": [r["k"] for r in mine],
                      "y": [r["speedup"] for r in mine]})  # fmt: skip
-    return figure(data, _layout("Speedup against K", "K (draft length)", "speedup × baseline",
+    return figure(styled(data), _layout("Speedup against K", "K (draft length)", "speedup × baseline",
                                 xaxis={"title": {"text": "K (draft length)"}, "type": "log", "dtick": 0.30103},
                                 **LINES))  # fmt: skip
 
@@ -106,7 +147,7 @@ def position_lines(by_position: dict[str, list[dict]]) -> go.Figure:
              "y": [p["rate"] for p in rows], "customdata": [[p["accepted"], p["tried"]] for p in rows],
              "hovertemplate": "depth %{x}: %{customdata[0]}/%{customdata[1]} accepted"}
             for d, rows in by_position.items()]  # fmt: skip
-    return figure(data, _layout("Acceptance rate by draft position", "draft position (depth)", "accepted / tried",
+    return figure(styled(data), _layout("Acceptance rate by draft position", "draft position (depth)", "accepted / tried",
                                 yaxis={"title": {"text": "accepted / tried"}, "range": [0, 1.05]},
                                 xaxis={"title": {"text": "draft position (depth)"}, "dtick": 1}, **LINES))  # fmt: skip
 
@@ -120,8 +161,8 @@ def expected_vs_measured(rows: list[dict]) -> go.Figure:
         bar(names, [expected_tokens_per_round(r["acceptance_rate"], r["k"]) for r in rows],
             "expected (1 − α^(K+1)) / (1 − α)", marker={"color": "#C7EBDF"}),
     ]  # fmt: skip
-    return figure(data, _layout("Tokens per round", "drafter", "tokens", sub="measured, and expected from α",
-                                barmode="group"))  # fmt: skip
+    return figure(*sideways(data, _layout("Tokens per round", "drafter", "tokens", sub="measured, and expected from α",
+                                          barmode="group")))  # fmt: skip
 
 
 def model_vs_measured(rows: list[dict]) -> go.Figure:
@@ -134,4 +175,4 @@ def model_vs_measured(rows: list[dict]) -> go.Figure:
             customdata=[[r["draft_cost"], r["verify_cost"]] for r in rows],
             hovertemplate="%{x}: %{y:.2f}× with c=%{customdata[0]:.3f}, v=%{customdata[1]:.2f}"),
     ]  # fmt: skip
-    return figure(data, _layout("Speedup: measured and modelled", "drafter", "× baseline", barmode="group"))
+    return figure(*sideways(data, _layout("Speedup: measured and modelled", "drafter", "× baseline", barmode="group")))

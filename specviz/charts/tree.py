@@ -12,6 +12,7 @@ import heapq
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label, label_text
+from specviz.charts.figure import MIN_FONT, finish
 from specviz.charts.palette import INK, text_on
 from specviz.core.record import RoundRecord
 from specviz.drafters.base import tree_mask
@@ -135,7 +136,7 @@ def trie_figure(nodes: list[dict], vocab: list[str], matched_prefix: list[int], 
     shown = [n for n in pos if n]
     fig.add_scatter(x=[pos[n][0] + 0.12 for n in shown], y=[pos[n][1] - 0.3 for n in shown], mode="text",
                     hoverinfo="skip", text=[str(nodes[n]["frequency"]) for n in shown], textposition="top right",
-                    textfont=dict(size=10, color="#6B7280"), name="frequency", showlegend=False)  # fmt: skip
+                    textfont=dict(size=MIN_FONT, color="#6B7280"), name="frequency", showlegend=False)  # fmt: skip
 
     leaves = int(max(y for _, y in pos.values())) + 1  # leaves sit at y = 0, 1, 2, ...
     where = (
@@ -152,7 +153,7 @@ def trie_figure(nodes: list[dict], vocab: list[str], matched_prefix: list[int], 
                       legend=dict(orientation="h", yref="container", y=0, yanchor="bottom"), plot_bgcolor="white",
                       xaxis=dict(title="depth in the trie", dtick=1, range=[-0.5, depth + 0.8], zeroline=False),
                       yaxis=dict(visible=False, range=[leaves - 0.4, -0.9]))  # reversed: first leaf on top  # fmt: skip
-    return fig
+    return finish(fig)
 
 
 def _slot_labels(r: RoundRecord, vocab: list[str], root_token: int) -> list[str]:
@@ -207,7 +208,7 @@ def flattening_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.F
                       tickangle=-90 if n > 30 else 0, range=[-0.7, n - 0.3], showgrid=False,
                       title="position id (kv_before + depth)"),
                       yaxis=dict(visible=False, range=[-0.6, ARC_TOP + 0.5]))  # fmt: skip
-    return fig
+    return finish(fig)
 
 
 def attention_mask(r: RoundRecord) -> list[list[bool]]:
@@ -231,14 +232,14 @@ def mask_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
     for i in on_path:
         fig.add_shape(type="rect", x0=-0.5, x1=n - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=ACCEPTED, width=3),
                       name="accepted path")  # fmt: skip
-    font = 11 if n <= 30 else 8
+    font = MIN_FONT
     kind = "Tree attention mask" if r.tree_mask is not None else "Causal mask (this draft is a chain)"
     fig.update_layout(title=dict(text=f"{kind}<br><sub>blue: may attend; ✓ outlined rows: the accepted path</sub>",
                                  yref="container", y=1, yanchor="top", pad=dict(t=10)),  # above the top ticks
-                      height=min(1000, max(340, 18 * n + 150)), margin=dict(l=10, r=10, t=95, b=10),
+                      height=min(1000, max(340, 18 * n + 175)), margin=dict(l=10, r=10, t=130, b=10),
                       xaxis=dict(tickvals=list(range(n)), ticktext=labels, side="top", tickfont=dict(size=font)),
                       yaxis=dict(tickvals=list(range(n)), ticktext=rows, autorange="reversed", tickfont=dict(size=font)))  # fmt: skip
-    return fig
+    return finish(fig)
 
 
 def kv_gather_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
@@ -270,4 +271,4 @@ def kv_gather_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Fi
                       legend=dict(orientation="h", y=-0.4), xaxis=dict(title="cache index",
                       range=[r.kv_before - 4, r.kv_after_verify], dtick=1 if len(written) <= 24 else 5),
                       yaxis=dict(tickvals=[0, 1], ticktext=["after gather", "after verify"], range=[-0.5, 1.5]))  # fmt: skip
-    return fig
+    return finish(fig)

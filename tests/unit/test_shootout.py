@@ -56,22 +56,22 @@ def test_figures_hold_the_rows(result):
     out, _ = result
     at_k = [r for r in out.rows if r["k"] == 3]
     fig = charts.speedup_bars(at_k, "t")
-    assert list(fig.data[1].y) == [r["speedup"] for r in at_k] and list(fig.data[1].x) == list(DRAFTERS)
+    assert list(fig.data[1].x) == [r["speedup"] for r in at_k] and list(fig.data[1].y) == list(DRAFTERS)  # sideways
     exp = charts.expected_vs_measured(at_k)
     drafted = [r for r in at_k if r["acceptance_rate"] is not None]
-    assert list(exp.data[1].y) == [expected_tokens_per_round(r["acceptance_rate"], 3) for r in drafted]
+    assert list(exp.data[1].x) == [expected_tokens_per_round(r["acceptance_rate"], 3) for r in drafted]
     sweep = charts.k_sweep(out.rows)
     trigram = next(t for t in sweep.data if t.name == "trigram")
     assert list(trigram.x) == [1, 2, 3]
     model = charts.model_vs_measured(at_k)
-    assert all(y == pytest.approx(modelled_speedup(r)) for y, r in zip(model.data[1].y, drafted, strict=True))
+    assert all(y == pytest.approx(modelled_speedup(r)) for y, r in zip(model.data[1].x, drafted, strict=True))
     assert len(charts.results_frame(out.rows)) == len(out.rows)
     rules = charts.rules_frame(out.rules)
     assert list(rules["τ block (same drafts)"]) == [r["tau_same_block"] for r in out.rules]
     bars = charts.rules_bars(out.rules, 3)
     assert [t.name for t in bars.data] == ["τ token-wise (measured)", "τ token-wise (same drafts)",
                                            "τ block (measured)", "τ block (same drafts)"]  # fmt: skip
-    assert list(bars.data[3].y) == [r["tau_same_block"] for r in out.rules]
+    assert list(bars.data[3].x) == [r["tau_same_block"] for r in out.rules]
     trees = charts.rules_bars(out.tree_rules, 3, "traversal")
     assert [t.name for t in trees.data] == ["τ token-wise (measured)", "τ token-wise (same drafts)",
                                             "τ traversal (measured)", "τ traversal (same drafts)"]  # fmt: skip

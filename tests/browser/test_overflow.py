@@ -1,0 +1,154 @@
+"""The classroom on a projector: at 1024x768 every chart's text fits its figure, no two labels
+overlap, no chart text is under 12 px, and every table shows its columns without scrolling sideways.
+
+One run visits every page and every method's panels and reports every violation (page, chart,
+element) at the end, so a run shows all that is wrong, not the first thing."""
+
+import re
+
+import pytest
+from conftest import goto, new_context, next_round, wait_idle
+
+MIN_PX = 12  # the smallest chart text that reads from the back of a classroom
+
+# Each chart's text by role: (role, CSS selector inside the plot). Axis titles of subplots are
+# xtitle, x2title, ...; tick labels of every axis share xtick / ytick.
+CHECK_CHARTS = r"""
+([minPx]) => {
+  const roles = [
+    ["title", "text.gtitle, text.gtitle-subtitle"],
+    ["x title", "text[class^='x'][class$='title']"],
+    ["y title", "text[class^='y'][class$='title']"],
+    ["x tick", "g.xtick text, g[class^='x'][class$='tick'] text"],
+    ["y tick", "g.ytick text, g[class^='y'][class$='tick'] text"],
+    ["legend", ".legend text"],
+    ["colour bar", ".colorbar text"],
+    ["annotation", ".annotation-text"],
+    ["bar label", ".bartext"],
+  ];
+  // A label's outline on screen, 2 px inside its box: four corners, turned with the label
+  // (the boxes of labels at an angle overlap where their letters do not).
+  const quad = (el) => {
+    const b = el.getBBox(), m = el.getScreenCTM(), k = 2;
+    return [[b.x + k, b.y + k], [b.x + b.width - k, b.y + k], [b.x + b.width - k, b.y + b.height - k],
+            [b.x + k, b.y + b.height - k]].map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]);
+  };
+  const overlap = (p, q) => {  // two convex outlines overlap unless an edge's normal separates them
+    for (const poly of [p, q])
+      for (let i = 0; i < 4; i++) {
+        const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], nx = y1 - y2, ny = x2 - x1;
+        const a = p.map(([x, y]) => nx * x + ny * y), b = q.map(([x, y]) => nx * x + ny * y);
+        if (Math.max(...a) <= Math.min(...b) || Math.max(...b) <= Math.min(...a)) return false;
+      }
+    return true;
+  };
+  const out = [];
+  document.querySelectorAll(".js-plotly-plot").forEach((plot, i) => {
+    const box = plot.getBoundingClientRect();
+    if (box.width === 0 || box.height === 0) return;  // in a closed expander or tab
+    const title = (plot.querySelector("text.gtitle") || {}).textContent || `chart ${i}`;
+    const name = `chart ${i} "${title.slice(0, 60)}"`;
+    const seen = new Set(), items = [];
+    for (const [role, sel] of roles) {
+      plot.querySelectorAll(sel).forEach((el) => {
+        if (seen.has(el)) return;
+        seen.add(el);
+        const text = el.textContent.trim();
+        const r = el.getBoundingClientRect();
+        if (!text || r.width === 0 || r.height === 0) return;
+        if (getComputedStyle(el).visibility === "hidden" || el.closest("[style*='opacity: 0']")) return;
+        items.push({role, text, r, el});
+      });
+    }
+    for (const {role, text, r, el} of items) {
+      const what = `${name}: ${role} "${text.slice(0, 40)}"`;
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        out.push(`${what} is cut: [${Math.round(r.left - box.left)}, ${Math.round(r.right - box.left)}] x ` +
+                 `[${Math.round(r.top - box.top)}, ${Math.round(r.bottom - box.top)}] outside ` +
+                 `${Math.round(box.width)} x ${Math.round(box.height)}`);
+      const m = el.getScreenCTM();
+      const scale = m ? Math.hypot(m.a, m.b) : 1;
+      const sizes = [el, ...el.querySelectorAll("tspan")].map((t) => parseFloat(getComputedStyle(t).fontSize));
+      const px = Math.min(...sizes) * scale;
+      if (px < minPx - 0.01) out.push(`${what} is ${px.toFixed(1)} px`);
+      if ((role === "annotation" || role === "bar label") && m && Math.abs(m.b) > 0.01)
+        out.push(`${what} is turned on its side`);
+    }
+    for (let a = 0; a < items.length; a++)
+      for (let b = a + 1; b < items.length; b++) {
+        const p = items[a], q = items[b];
+        if (p.el.contains(q.el) || q.el.contains(p.el)) continue;
+        if (overlap(quad(p.el), quad(q.el)))
+          out.push(`${name}: ${p.role} "${p.text.slice(0, 30)}" overlaps ${q.role} "${q.text.slice(0, 30)}"`);
+      }
+  });
+  return out;
+}
+"""
+
+# A dataframe is a canvas grid: its columns fit when nothing scrolls sideways.
+CHECK_TABLES = r"""
+() => {
+  const out = [];
+  document.querySelectorAll("[data-testid='stDataFrame']").forEach((frame, i) => {
+    const s = frame.querySelector(".dvn-scroller");
+    if (!s || s.clientWidth === 0) return;
+    if (s.scrollWidth > s.clientWidth + 1)
+      out.push(`table ${i} scrolls sideways: ${s.scrollWidth} px of columns in ${s.clientWidth} px`);
+  });
+  return out;
+}
+"""
+
+STEP = [  # (name, url, rounds): every method's panel on the step, tree and NASD pages
+    ("medusa", "/step?drafter=medusa&preset=Dialogue", 2),
+    ("eagle traversal", "/step?drafter=eagle3-tree&verification=traversal&temperature=1.0", 2),
+    ("trigram block", "/step?drafter=trigram&verification=block&temperature=0.8", 2),
+    ("lookahead", "/step?drafter=lookahead&preset=Counting", 2),
+    ("lookahead, first round", "/step?drafter=lookahead&preset=Counting", 1),
+    ("trie page", "/tree?drafter=trie&preset=Quote+a+passage", 2),
+    ("nasd page, before round 1", "/nasd?drafter=nasd&preset=Repetitive", 0),
+    ("nasd page", "/nasd?drafter=nasd&preset=Repetitive", 2),
+    ("nasd step", "/step?drafter=nasd&preset=Repetitive", 2),
+]
+
+
+def _settle(page) -> None:
+    wait_idle(page)
+    page.wait_for_timeout(1500)  # plotly draws after the script run; charts land after the heading
+
+
+def _check(page, where: str, found: list[str], shots, name: str) -> None:
+    _settle(page)
+    found += [f"{where}: {v}" for v in page.evaluate(CHECK_CHARTS, [MIN_PX])]
+    found += [f"{where}: {v}" for v in page.evaluate(CHECK_TABLES)]
+    # each chart and table on its own: the page scrolls inside Streamlit's container, a page shot misses them
+    stem = re.sub(r"[^a-z0-9]+", "-", name)
+    for kind, sel in (("chart", ".js-plotly-plot"), ("table", "[data-testid='stDataFrame']")):
+        items = page.locator(sel)
+        for i in range(items.count()):
+            if items.nth(i).is_visible():
+                items.nth(i).screenshot(path=shots / f"{stem}-{kind}-{i}.png")
+
+
+@pytest.mark.parametrize("width,height", [(1024, 768)])
+def test_every_chart_and_table_fits_a_projector(app_url, browser, tmp_path, width, height):
+    context = new_context(browser, width, height)
+    page = context.new_page()
+    found: list[str] = []
+    for name, url, rounds in STEP:
+        goto(page, app_url + url)
+        next_round(page, rounds)
+        _check(page, f"{name} ({url}, {rounds} rounds)", found, tmp_path, name)
+    for path in ("", "lesson", "atlas", "acceptance", "exactness"):
+        page.goto(f"{app_url}/{path}")
+        page.locator("[data-testid='stAppViewContainer']").wait_for()
+        page.wait_for_timeout(1000)
+        _check(page, f"/{path}", found, tmp_path, path or "home")
+    page.goto(f"{app_url}/shootout?max_new_tokens=8&k=2")
+    page.get_by_role("button", name="Run the shoot-out").click()
+    page.locator(".js-plotly-plot").nth(4).wait_for(timeout=1_200_000)
+    _check(page, "/shootout", found, tmp_path, "shootout")
+    context.close()
+    print(f"screenshots in {tmp_path}")
+    assert not found, f"{len(found)} violations at {width}x{height}:\n" + "\n".join(found)

@@ -40,8 +40,9 @@ def _toggle_play() -> None:
     st.session_state.playing = not st.session_state.get("playing", False)
 
 
-def navigator(session: Session, view) -> None:
+def navigator(session: Session, view, compact: bool = False) -> None:
     """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer.
+    ``compact``: the scrub slider's label hidden (still read by a screen reader), a line saved.
 
     All of it is one fragment: a click on Next reruns and redraws the controls and the round, not
     the page's sidebar and header. A browser's drawing is most of a step's time (~0.25 s of it is
@@ -67,7 +68,7 @@ def navigator(session: Session, view) -> None:
         if n := session.furthest:
             st.session_state.scrub = session.cursor
             st.slider("Round (scrub through the rounds shown so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
-                      on_change=_act, args=("scrub",))  # fmt: skip
+                      on_change=_act, args=("scrub",), label_visibility="collapsed" if compact else "visible")  # fmt: skip
         if error := st.session_state.pop("engine_error", None):
             st.error(f"The engine stopped: {md(error)}. The rounds so far are kept.")
         view(session)

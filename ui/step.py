@@ -33,10 +33,15 @@ def view(session: Session) -> None:
         round_view(session)
 
 
+def _keep_layout() -> None:
+    st.session_state.presenter_kept = st.session_state.presenter
+
+
 def render() -> None:
     page_setup()
-    # Kept across pages: Streamlit drops a widget's value when a page without it runs.
-    st.session_state.presenter = presenter = st.session_state.get("presenter", True)
+    # Kept across pages in a key of its own: Streamlit drops a widget's value when a page without it
+    # runs, so the toggle is seeded from presenter_kept and writes back to it.
+    st.session_state.presenter = presenter = st.session_state.get("presenter_kept", True)
     if presenter:
         style()
         head = st.container(key="sv-head", horizontal=True, vertical_alignment="center", gap="small")
@@ -52,6 +57,6 @@ def render() -> None:
             st.caption(EXPLAIN)
     if (session := active_session()) is not None:
         toggles = head if presenter else st.container(horizontal=True, gap="medium")
-        toggles.toggle("Presenter layout", key="presenter", help=PRESENTER_HELP)
+        toggles.toggle("Presenter layout", key="presenter", help=PRESENTER_HELP, on_change=_keep_layout)
         toggles.toggle("Phase by phase", key="phase_mode", help=PHASE_HELP)
         navigator(session, view, compact=presenter)

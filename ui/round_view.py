@@ -122,7 +122,8 @@ def current_round(r: RoundRecord, session: Session) -> None:
 def round_details(r: RoundRecord, session: Session) -> None:
     """Below the checks: the method's panels, the residual or bonus, the trigram rows used."""
     vocab, settings = session.generation.trace.vocab, session.generation.settings
-    method_panels(r, session.generation)
+    with st.container(key="sv-panels"):  # benchmarks/screenshots.py scrolls to it
+        method_panels(r, session.generation)
     if r.residual is not None:
         chart(charts.residual_bars(r, vocab), "residual")
     if r.bonus_p is not None:

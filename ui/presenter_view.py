@@ -27,10 +27,11 @@ from ui.round_view import (
 )
 from ui.widgets import chart
 
+TABLE_ROWS = 5  # candidates shown at once; a longer draft's rows scroll inside the table
 PQ_HEIGHT = 280  # the p/q chart's height here, in pixels (its own is 300): what leaves it on screen
 
 # Scoped to this layout: the page's margins, the header and the round's heading smaller, the metrics
-# a compact row, and the text in a box of ~5 lines that scrolls and opens at its end (a flex column
+# a compact row, and the text in a box of 4 lines that scrolls and opens at its end (a flex column
 # in reverse starts scrolled to the bottom), so a long run keeps the table and chart in place. The
 # text stays 15 px and the table 14 px: read from the back of a room.
 CSS = """<style>
@@ -39,7 +40,7 @@ CSS = """<style>
 .st-key-sv-round h3 { font-size: 1.3rem; padding: 0; }
 .st-key-sv-metrics [data-testid="stMetricValue"] { font-size: 1.25rem; }
 .st-key-sv-metrics [data-testid="stMetric"] { padding: 0; }
-.sv-scroll { display: flex; flex-direction: column-reverse; overflow-y: auto; max-height: 9.6em; }
+.sv-scroll { display: flex; flex-direction: column-reverse; overflow-y: auto; max-height: 115px; }
 </style>"""
 
 
@@ -68,7 +69,7 @@ def presenter_view(session: Session) -> None:
         text_block(session)
         if r.draft_tokens:
             with st.container(key="sv-checks"):
-                checks(r, vocab)
+                checks(r, vocab, max_rows=TABLE_ROWS)
         else:
             st.info(NO_DRAFT)
     with right:

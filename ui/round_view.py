@@ -98,9 +98,14 @@ def heading(r: RoundRecord, vocab: list[str]) -> str:
 NO_DRAFT = "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
 
 
-def checks(r: RoundRecord, vocab: list[str]) -> None:
-    """The candidates checked this round, one row each."""
-    table(charts.checks_frame(r, vocab), charts.checks_help(r), charts.checks_view(r))
+def checks(r: RoundRecord, vocab: list[str], max_rows: int | None = None) -> None:
+    """The candidates checked this round, one row each; past ``max_rows`` they scroll inside the table."""
+    frame = charts.checks_frame(r, vocab)
+    height = "auto" if max_rows is None or len(frame) <= max_rows else ROW_PX * (max_rows + 1) + 2  # + the header
+    table(frame, charts.checks_help(r), charts.checks_view(r), height)
+
+
+ROW_PX = 35  # a dataframe row's height
 
 
 def current_round(r: RoundRecord, session: Session) -> None:

@@ -17,10 +17,11 @@ def chart(fig, key: str) -> None:
 PINNED = ("depth", "token", "drafted", "result", "block keeps", "drafter")
 
 
-def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None) -> None:
+def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None, height="auto") -> None:
     """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
     columns first, and probabilities to 3 decimals. ``view``: column -> its header, width in pixels
-    and marks shown in place of its values, where a narrow table needs them (charts.checks_view)."""
+    and marks shown in place of its values, where a narrow table needs them (charts.checks_view);
+    ``height``: st.dataframe's (pixels: the rows past it scroll inside the table)."""
     help, view = help or {}, view or {}
     config = {}
     for name in frame.columns:
@@ -33,4 +34,4 @@ def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | Non
             config[name] = st.column_config.NumberColumn(format="%.3f", **common)
         else:
             config[name] = st.column_config.Column(**common)
-    st.dataframe(frame, hide_index=True, column_config=config)
+    st.dataframe(frame, hide_index=True, column_config=config, height=height)

@@ -40,8 +40,10 @@ def _toggle_play() -> None:
     st.session_state.playing = not st.session_state.get("playing", False)
 
 
-def navigator(session: Session, view) -> None:
+def navigator(session: Session, view, compact: bool = False) -> None:
     """Draw the controls, then ``view(session)``; under autoplay, step and redraw on a timer.
+    ``compact``: the scrub slider's label hidden (still read by a screen reader) and the speed beside
+    it, two lines saved.
 
     All of it is one fragment: a click on Next reruns and redraws the controls and the round, not
     the page's sidebar and header. A browser's drawing is most of a step's time (~0.25 s of it is
@@ -61,13 +63,17 @@ def navigator(session: Session, view) -> None:
                 st.session_state.playing = False
         if (now_playing, SPEEDS[st.session_state.get("nav_speed", DEFAULT_SPEED)]) != (playing, delay):
             st.rerun()  # the whole page: the fragment's timer is set when the page draws it
-        controls(session, now_playing)
+        controls(session, now_playing, speed=not compact)
         # This session's own rounds: a shared run (ui/controls.py) grows as other students step, and a
         # slider whose range moved under a reader's hand sent its stale value back, undoing their Next.
+        # Compact: the speed beside the slider, not wrapped onto a line of its own under the buttons.
+        row = st.container(horizontal=True, gap="small", vertical_alignment="bottom") if compact else st
         if n := session.furthest:
             st.session_state.scrub = session.cursor
-            st.slider("Round (scrub through the rounds shown so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
-                      on_change=_act, args=("scrub",))  # fmt: skip
+            row.slider("Round (scrub through the rounds shown so far; 0 = the prompt)", 0, max(n, 1), key="scrub",
+                      on_change=_act, args=("scrub",), label_visibility="collapsed" if compact else "visible")  # fmt: skip
+        if compact:
+            speed_select(row)
         if error := st.session_state.pop("engine_error", None):
             st.error(f"The engine stopped: {md(error)}. The rounds so far are kept.")
         view(session)
@@ -75,7 +81,12 @@ def navigator(session: Session, view) -> None:
     frame()
 
 
-def controls(session: Session, playing: bool) -> None:
+def speed_select(where) -> None:
+    where.selectbox("Speed", list(SPEEDS), index=list(SPEEDS).index(DEFAULT_SPEED), key="nav_speed",
+                    label_visibility="collapsed", width=150)  # fmt: skip
+
+
+def controls(session: Session, playing: bool, speed: bool = True) -> None:
     """One row that wraps instead of cutting labels: buttons take their content's width, so a
     projector at 1024x768 shows every label whole. Keyboard: Left, Right, Home, End, P."""
     row = st.container(horizontal=True, gap="small", vertical_alignment="center")
@@ -96,5 +107,5 @@ def controls(session: Session, playing: bool) -> None:
         shortcut="P",
         disabled=session.at_end,
     )
-    row.selectbox("Speed", list(SPEEDS), index=list(SPEEDS).index(DEFAULT_SPEED), key="nav_speed",
-                  label_visibility="collapsed", width=150)  # fmt: skip
+    if speed:
+        speed_select(row)

@@ -16,11 +16,12 @@ from ui.method_views import method_panels
 from ui.widgets import chart, table
 
 
-def totals(session: Session) -> None:
+def totals(session: Session, key: str | None = None) -> None:
+    """The running totals, a row of metrics (in a container with ``key``, for a page's CSS to size)."""
     rounds = session.rounds[: session.cursor]
     t = running_totals(rounds, session.generation.settings.k)
     # A row that wraps: each figure keeps its width, so none is cut to "3..." on a projector.
-    row = st.container(horizontal=True, gap="medium")
+    row = st.container(horizontal=True, gap="medium", key=key)
     for label, value, help in (
         ("Rounds", t["rounds"], DEFINITIONS["rounds"]),
         ("Tokens/forward", f"{t['tokens_per_forward']:.2f}", DEFINITIONS["tokens_per_forward"]),
@@ -52,10 +53,12 @@ def sibling_tries(r: RoundRecord, vocab: list[str]) -> None:
     table(tries.tries_frame(r, vocab, node), tries.HELP)
 
 
-def pq_chart(r: RoundRecord, vocab: list[str]) -> None:
+def pq_chart(r: RoundRecord, vocab: list[str], height: int | None = None) -> None:
     """p against q at one checked position, picked above the chart; it opens on the first rejected
     one. One chart, not a tab per position: each plotly chart costs a browser ~60 ms to redraw on
-    every step (benchmarks/class_size.py), and hidden tabs are drawn too."""
+    every step (benchmarks/class_size.py), and hidden tabs are drawn too. ``height``: the chart's, in
+    pixels, with the picker's label hidden (the chart's title names the position): the presenter
+    layout's."""
     positions = r.positions
     first_rejected = next((i for i, p in enumerate(positions) if not p.accepted), 0)
     i = st.segmented_control(
@@ -67,29 +70,54 @@ def pq_chart(r: RoundRecord, vocab: list[str]) -> None:
         key=f"pq_position_{r.index}",
         wrap=True,  # every position whole at 1024 px, on as many lines as it takes
         help="The target's p and the draft's q over the vocabulary, at the drafted character picked here.",
+        label_visibility="visible" if height is None else "collapsed",
     )
-    chart(charts.pq_bars(positions[i], vocab), "pq")
+    fig = charts.pq_bars(positions[i], vocab)
+    chart(fig if height is None else fig.update_layout(height=height), "pq")
 
 
-def current_round(r: RoundRecord, session: Session) -> None:
-    vocab, settings = session.generation.trace.vocab, session.generation.settings
+def heading(r: RoundRecord, vocab: list[str]) -> str:
+    """The round's heading: what was accepted, and the character the target added."""
     verdict = f"{r.n_accepted} of {len(r.draft_tokens)} drafted accepted, " + (
         f"correction '{md(charts.label(vocab, r.correction))}'" if r.correction is not None
         else f"bonus '{md(charts.label(vocab, r.bonus))}'"
     )  # fmt: skip
-    st.subheader(f"Round {r.number}: {verdict}")
+    return f"Round {r.number}: {verdict}"
+
+
+NO_DRAFT = "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
+
+
+def checks(r: RoundRecord, vocab: list[str], max_rows: int | None = None) -> None:
+    """The candidates checked this round, one row each; past ``max_rows`` they scroll inside the table."""
+    frame = charts.checks_frame(r, vocab)
+    height = "auto" if max_rows is None or len(frame) <= max_rows else ROW_PX * (max_rows + 1) + 2  # + the header
+    table(frame, charts.checks_help(r), charts.checks_view(r), height)
+
+
+ROW_PX = 35  # a dataframe row's height
+
+
+def current_round(r: RoundRecord, session: Session) -> None:
+    vocab = session.generation.trace.vocab
+    st.subheader(heading(r, vocab))
     if r.k_choice is not None:
         chart(charts.k_choice_bars(r.k_choice), "k_choice")
     if not r.draft_tokens:
-        st.info(
-            "The drafter proposed nothing this round: the target's pass yields one character, as in plain decoding."
-        )
+        st.info(NO_DRAFT)
     else:
-        table(charts.checks_frame(r, vocab), charts.checks_help(r), charts.checks_view(r))
+        checks(r, vocab)
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)
         pq_chart(r, vocab)
-    method_panels(r, session.generation)
+    round_details(r, session)
+
+
+def round_details(r: RoundRecord, session: Session) -> None:
+    """Below the checks: the method's panels, the residual or bonus, the trigram rows used."""
+    vocab, settings = session.generation.trace.vocab, session.generation.settings
+    with st.container(key="sv-panels"):  # benchmarks/screenshots.py scrolls to it
+        method_panels(r, session.generation)
     if r.residual is not None:
         chart(charts.residual_bars(r, vocab), "residual")
     if r.bonus_p is not None:
@@ -129,10 +157,14 @@ def round_view(session: Session) -> None:
         else:
             current_round(r, session)
     if r is not None:
-        st.subheader("KV cache")
-        c = st.columns(2)
-        with c[0]:
-            chart(charts.kv_ledger(r), "kv_ledger")
-        with c[1]:
-            chart(charts.kv_timeline(session.rounds[: session.cursor], r.number), "kv_timeline")
+        kv_cache(r, session)
     export(session)
+
+
+def kv_cache(r: RoundRecord, session: Session) -> None:
+    st.subheader("KV cache")
+    c = st.columns(2)
+    with c[0]:
+        chart(charts.kv_ledger(r), "kv_ledger")
+    with c[1]:
+        chart(charts.kv_timeline(session.rounds[: session.cursor], r.number), "kv_timeline")

@@ -30,12 +30,13 @@ def _numbers(column) -> bool:
                                 for v in values)  # fmt: skip
 
 
-def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None) -> None:
+def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None, height="auto") -> None:
     """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
     columns first, and probabilities to 3 decimals. ``view``: column -> its header, width in pixels
     and marks shown in place of its values, where a narrow table needs them (charts.checks_view).
     A missing value reads NONE_MARK, explained in its column's help; a column is as wide as its
-    header or its longest value, whichever is longer, so neither is cut."""
+    header or its longest value, whichever is longer, so neither is cut. ``height``: st.dataframe's
+    (pixels: the rows past it scroll inside the table)."""
     help, view = help or {}, view or {}
     frame = frame.copy()
     config = {}
@@ -62,4 +63,4 @@ def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | Non
             config[name] = st.column_config.NumberColumn(format="%.3f", **common)
         else:
             config[name] = st.column_config.Column(**common)
-    st.dataframe(frame, hide_index=True, column_config=config)
+    st.dataframe(frame, hide_index=True, column_config=config, height=height)

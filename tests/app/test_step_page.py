@@ -130,3 +130,22 @@ def test_one_round_numbering_everywhere():
     assert timeline["data"][0]["x"] == [1, 2, 3]
     html = "".join(h.proto.body for h in at.get("html"))
     assert "round 3: " in html and "round 0: " not in html
+
+
+def test_both_layouts_draw_the_same_round_and_the_choice_is_kept():
+    """The presenter layout (the default) and the full one show the same round: its heading, its
+    totals, its charts; the choice survives a visit to another page."""
+    at = open_page("pages/step.py", {"k": "4", "max_new_tokens": "20"})
+    click(at, "nav_next")
+    assert at.toggle(key="presenter").value
+
+    def shown_round(at):
+        titles = sorted(s["layout"]["title"]["text"] for s in chart_specs(at))
+        return at.subheader[0].value, {m.label: m.value for m in at.metric}, titles
+
+    presenter = shown_round(at)
+    at.toggle(key="presenter").set_value(False).run()
+    assert not at.exception and shown_round(at) == presenter
+    at.switch_page("pages/atlas.py").run()
+    at.switch_page("pages/step.py").run()
+    assert not at.exception and not at.toggle(key="presenter").value

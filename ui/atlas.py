@@ -128,9 +128,8 @@ def measure_here() -> None:
     # lossy rules at T = 0.8, and the baseline's second (A/A) run
     drafters = len({BASELINE, *names})
     n = QUICK["repeats"] * len(QUICK["prompts"]) * (4 * drafters + len(lossy_methods()))
-    c = st.columns([1, 3], vertical_alignment="center")
-    go = c[0].button("Measure this machine", key="atlas_measure")
-    c[1].caption(f"The bench's quick suite on {md(cpu_name())}: {n} short generations ({QUICK['max_new_tokens']} "
+    go = st.button("Measure this machine", key="atlas_measure")
+    st.caption(f"The bench's quick suite on {md(cpu_name())}: {n} short generations ({QUICK['max_new_tokens']} "
                  "characters each), one to three minutes on a shared 2-core machine; the bar shows the time left.")  # fmt: skip
     if not go:
         return

@@ -163,6 +163,8 @@ def round_view(session: Session) -> None:
 
 def kv_cache(r: RoundRecord, session: Session) -> None:
     st.subheader("KV cache")
+    st.caption("KV: the keys and values the target stores for every position it has read, so that a later pass "
+               "reads them instead of computing them again.")  # fmt: skip
     c = st.columns(2)
     with c[0]:
         chart(charts.kv_ledger(r), "kv_ledger")

@@ -17,8 +17,8 @@ QUESTION = "What does each round draft, check, keep and throw away?"
 EXPLAIN = ("Each round: the drafter proposes K characters, the target checks them all in one forward pass, "
            "accepts or rejects each, and adds one character of its own. Use Next, or Play.")  # fmt: skip
 PHASE_HELP = ("Walk through the round one phase at a time: draft, verify, each check, the residual or bonus, the "
-              "KV trim; the text, the charts and the KV cache all point at the same candidate. Shift+Left and "
-              "Shift+Right step the phases.")  # fmt: skip
+              "trim of the cache of keys and values; the text, the charts and the cache all point at the same "
+              "candidate. Shift+Left and Shift+Right step the phases.")  # fmt: skip
 PRESENTER_HELP = ("One round on one screen, for a projector: the text, the checks and the p/q chart side by side "
                   "under the navigator; the rest of the round below. Off: the full layout.")  # fmt: skip
 

@@ -2,8 +2,11 @@
 
 from pathlib import Path
 
+import streamlit as st
 from conftest import shown
 from streamlit.testing.v1 import AppTest
+
+import ui.home
 
 APP = Path(__file__).resolve().parents[1] / "app.py"
 
@@ -22,6 +25,24 @@ def test_home_loads_and_generates():
     generate().click().run()
     assert not at.exception
     assert at.text[0].value.startswith("ROMEO:\n") and len(at.text[0].value) == len("ROMEO:\n") + 40
+
+
+def test_home_is_drawn_before_the_race_is_timed(monkeypatch):
+    """The race is timed last, after the rest of Home is drawn. Stopped right where it would be timed,
+    the page has its title, its explanation, the race's controls, every section below the race, and in
+    the race's place a note that it is being timed; run to the end, the lanes replace the note."""
+    ui.home.races.clear()  # nothing timed in this process yet, as on a server's first start
+    monkeypatch.setattr(ui.home, "race", lambda *a, **k: st.stop())
+    at = AppTest.from_file(str(APP), default_timeout=900).run()
+    assert not at.exception
+    assert at.title[0].value == "specviz" and "**Speculative decoding**" in at.markdown[0].value
+    assert at.selectbox(key="race_drafter").label == "Drafter" and at.select_slider(key="race_temperature")
+    assert [b.label for b in at.button if b.label in ("Measure again", "Generate")] == ["Measure again", "Generate"]
+    assert [s.value for s in at.subheader][-2:] == ["The models", "A sample from the target"]
+    assert [i.value for i in at.info] == [ui.home.TIMING_NOTE] and not at.caption
+    monkeypatch.undo()
+    at.run()
+    assert not at.exception and not at.info and at.caption[0].value == ui.home.RACE_CAPTION
 
 
 def test_server_config_is_offline_and_does_not_watch_the_venv():

@@ -13,7 +13,7 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from models.artifacts import ArtifactError, check_artifact, record_artifact
-from models.gpt import GPT, GPTConfig
+from models.gpt import GPT, GPTConfig, state_shapes
 from models.tokenizer import CharTokenizer
 
 MODELS_DIR = Path(__file__).resolve().parent
@@ -156,13 +156,13 @@ def load_checkpoint(name_or_path: str | Path, dtype: torch.dtype = torch.float32
     """Load a checkpoint by name ('target', 'tiny') or path. Raises CheckpointError, one line.
 
     Order: the recorded sha256 (shipped files), the header's schema, the tensors' names and
-    shapes against the config (on the meta device: no memory), and only then the weights."""
+    shapes against the config (computed from it, models.gpt.state_shapes: no memory), and only then the
+    weights."""
     path = checkpoint_path(str(name_or_path))
     config, tokenizer, meta = checkpoint_header(path)
     V = config.vocab_size
     try:
-        with torch.device("meta"):
-            shapes = {k: tuple(v.shape) for k, v in GPT(config).state_dict().items() if k != TIED}
+        shapes = {k: v for k, v in state_shapes(config).items() if k != TIED}
         shapes |= {"counts.bigram": (V, V), "counts.trigram": (V, V, V)}
         with safe_open(path, framework="pt") as f:
             found = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}  # noqa: SIM118 (not iterable)

@@ -126,6 +126,21 @@ class Block(nn.Module):
         return x, kv
 
 
+def state_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
+    """The shape of every tensor in ``GPT(config).state_dict()``, without building it: a header's config
+    may name a model too large to allocate, and building one on the meta device imports torch's
+    compiler (its normal_ runs through torch._dynamo: ~1.2 s of the app's first start).
+    tests/test_model.py holds it equal to a real GPT's."""
+    C, V = config.n_embd, config.vocab_size
+    block = {"ln_1.weight": (C,), "ln_1.bias": (C,), "attn.c_attn.weight": (3 * C, C), "attn.c_attn.bias": (3 * C,),
+             "attn.c_proj.weight": (C, C), "attn.c_proj.bias": (C,), "ln_2.weight": (C,), "ln_2.bias": (C,),
+             "mlp.c_fc.weight": (4 * C, C), "mlp.c_fc.bias": (4 * C,), "mlp.c_proj.weight": (C, 4 * C),
+             "mlp.c_proj.bias": (C,)}  # fmt: skip
+    shapes = {"transformer.wte.weight": (V, C), "transformer.wpe.weight": (config.block_size, C)}
+    shapes |= {f"transformer.h.{i}.{name}": shape for i in range(config.n_layer) for name, shape in block.items()}
+    return shapes | {"transformer.ln_f.weight": (C,), "transformer.ln_f.bias": (C,), "lm_head.weight": (V, C)}
+
+
 class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()

@@ -25,6 +25,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync"]  # fmt: skip
 
 
+def pytest_configure(config):
+    """Tests keep their disk cache (specviz/core/diskcache.py) apart from the app's: the kernels they
+    build are the same, but a cost curve measured while tests load the machine would price the app's
+    drafts as passes cost then. Set here, before any test imports specviz, and inherited by the
+    servers the browser tests start."""
+    os.environ.setdefault("SPECVIZ_CACHE", str(ROOT / ".cache" / "tests"))
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

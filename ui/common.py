@@ -8,9 +8,10 @@ from streamlit import config
 from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
-from specviz.adaptive.costs import REFERENCE, CostCurve, measure
+from specviz.adaptive.costs import REFERENCE, CostCurve, kept_curve, measure
 from specviz.core.markup import md
 from specviz.core.settings import Settings
+from specviz.kernels import native
 
 FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
 
@@ -32,6 +33,7 @@ def page_setup() -> None:
     # A local favicon: without one, Streamlit fetches the page's material icon from fonts.gstatic.com,
     # and the app makes no network calls.
     st.set_page_config(layout="wide", page_icon=FAVICON)
+    native.prepare_in_background()  # the first start on a machine builds them while the page draws
 
 
 @st.cache_resource(show_spinner="Loading the models...")
@@ -40,16 +42,25 @@ def load_models():
     return load_checkpoint("target"), load_checkpoint("tiny")
 
 
-@st.cache_resource(show_spinner="Measuring what a verify pass costs on this machine (once, ~3 s)...")
-def machine_costs() -> CostCurve:
-    """This machine's verify-cost curve (specviz/adaptive/costs.py), measured once per server process."""
+@st.cache_resource(show_spinner=False)
+def kept_costs() -> CostCurve:
+    """This machine's verify-cost curve (specviz/adaptive/costs.py), once per server process: read from
+    the disk cache, or measured (~3 s, once per CPU and version of the code) and kept there. No
+    spinner: for a page that says in its own words why it waits (Home)."""
     target, _ = load_models()
-    return measure(target.model)
+    return kept_curve(target, lambda: measure(target.model))
+
+
+# The spinner shows after half a second: when the curve is measured, never when it is read from disk.
+@st.cache_resource(show_spinner="Measuring what a verify pass costs on this machine (once per CPU, ~3 s)...")
+def machine_costs() -> CostCurve:
+    """kept_costs, with a spinner while it is measured."""
+    return kept_costs()
 
 
 def costs_for(settings: Settings) -> CostCurve:
     """The cost curve a run with these settings prices drafts with: this machine's under adaptive K
-    (measured on first use), else the reference (nothing reads it)."""
+    (from the disk cache, or measured on first use), else the reference (nothing reads it)."""
     return machine_costs() if settings.k_auto else REFERENCE
 
 

@@ -14,22 +14,33 @@ A tree's pass also builds its mask: ``TREE_MASK`` over a chain's, on every curve
 
 A curve is an input of a run, like its seed: adaptive K reads it, never the clock, so a run is the same
 for the same seed and curve. ``REFERENCE`` is the default (tests, the model card's sample); the bench, the
-CLI's ``--k auto`` and the app measure their machine's once (``measure``: ~3 s).
+CLI's ``--k auto`` and the app use their machine's (``measure``: ~3 s), measured once per CPU and version
+of the code and kept on disk (``kept_curve``: .cache/costs/, specviz/core/diskcache.py). A kept curve's
+source says when it was measured; delete the folder to measure again (a curve measured while the
+machine was busy prices passes as they cost then).
 
 Measurements on each CPU, and what was tried: docs/notes/costs.md.
 """
 
 import bisect
+import contextlib
+import json
+import math
 import platform
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import torch
 
+from models.artifacts import read_manifest
+from specviz.core.diskcache import cache_dir, digest, files_digest, write_atomic
 from specviz.core.sampling import probs_from_logits
+from specviz.kernels import native
 from specviz.kernels.cached_model import CachedModel
 
 N_MAX = 256  # the longest pass a round can send: a round never spans a window jump (block_size 256)
@@ -39,6 +50,13 @@ TREE_MASK = 0.04
 # The passes ``measure`` times: every N a chain or a small tree sends, then a few wider ones (lookahead's
 # window, big trees) between which the curve is a straight line.
 MEASURED = (*range(1, 33), 40, 48, 64, 96, 128)
+
+CACHE = cache_dir("costs")
+_PKG = Path(__file__).resolve().parents[1]
+# The code a measured pass runs, and how it is timed: a change to any of it measures again.
+PASS_CODE = (*sorted((_PKG / "kernels").glob("*.cpp")), *sorted((_PKG / "kernels").glob("*.h")),
+             *(_PKG / "kernels" / f for f in ("cached_model.py", "linear.py", "attention.py", "native.py")),
+             _PKG / "core" / "sampling.py", Path(__file__).resolve())  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)  # eq=False: hashed by identity, cheaply, as adaptive K's cache key
@@ -155,3 +173,64 @@ def measure(model, repeats: int = 8, sizes=MEASURED, seed: int = 0, progress=Non
     points = {1: 1.0} | {n: max(1.0, statistics.median(r)) for n, r in ratios.items()}
     threads = torch.get_num_threads()
     return CostCurve(interpolate(points, N_MAX), f"measured on {cpu_name()}, {threads} thread{'s' * (threads > 1)}")
+
+
+def curve_key(ckpt) -> dict:
+    """Everything bar the machine's load that decides what ``measure`` finds for a checkpoint's model:
+    the CPU, torch and its threads, what runs the lean pass (native.backend()), that pass's code, and
+    the weights (their recorded sha256, else the file's size and time)."""
+    path = Path(ckpt.path)
+    weights = read_manifest(path.parent).get(path.name)
+    if weights is None:
+        try:
+            stat = path.stat()
+            weights = f"{path.resolve()} {stat.st_size} {stat.st_mtime_ns}"
+        except OSError:
+            weights = str(path)
+    return {"cpu": cpu_name(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "kernels": native.backend(), "code": files_digest(PASS_CODE), "weights": weights,
+            "dtype": str(next(ckpt.model.parameters()).dtype)}  # fmt: skip
+
+
+def read_curve(path: Path, key: dict) -> CostCurve | None:
+    """The curve kept at ``path`` for ``key``, its source saying when it was measured; None when there
+    is none, or the file is unreadable, damaged or for another key (then it is measured again)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        verify = tuple(float(v) for v in record["verify"])
+        when = datetime.fromisoformat(record["measured_at"]).astimezone()
+        source = record["source"]
+        if record["key"] != key or not isinstance(source, str) or len(verify) != N_MAX or verify[0] != 1.0:
+            return None
+        if not all(math.isfinite(v) and v >= 1.0 for v in verify):
+            return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return CostCurve(verify, f"{source}, on {when:%Y-%m-%d at %H:%M %Z} (kept from then)")
+
+
+def _kept_path(key: dict, cache: Path | None) -> Path:
+    return (CACHE if cache is None else cache) / f"{digest(key)}.json"
+
+
+def kept(ckpt, cache: Path | None = None) -> CostCurve | None:
+    """The curve measured on this machine before for the checkpoint's model, kept in ``cache``
+    (.cache/costs) under the same key (curve_key), or None."""
+    key = curve_key(ckpt)
+    return read_curve(_kept_path(key, cache), key)
+
+
+def kept_curve(ckpt, measure_now: Callable[[], CostCurve], cache: Path | None = None) -> CostCurve:
+    """This machine's curve for the checkpoint's model: the kept one (``kept``), else ``measure_now()``,
+    kept for the next start. Written whole, then renamed: two servers may measure at once, the last
+    one kept."""
+    key = curve_key(ckpt)
+    path = _kept_path(key, cache)
+    if (curve := read_curve(path, key)) is not None:
+        return curve
+    curve = measure_now()
+    record = {"key": key, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "source": curve.source,
+              "verify": list(curve.verify)}  # fmt: skip
+    with contextlib.suppress(OSError):  # a read-only checkout: measured again at the next start
+        write_atomic(path, json.dumps(record, indent=1).encode())
+    return curve

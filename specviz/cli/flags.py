@@ -8,7 +8,7 @@ from tqdm import tqdm
 
 from models.checkpoint import checkpoint_header, load_checkpoint
 from models.tokenizer import UnknownCharactersError
-from specviz.adaptive.costs import REFERENCE, CostCurve, measure
+from specviz.adaptive.costs import REFERENCE, CostCurve, kept_curve, measure
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.cli.errors import CLIError, checked
 from specviz.core.markup import cut
@@ -94,18 +94,23 @@ def prepare(args, max_new_tokens: int):
     return target, prompt, settings, draft_model
 
 
-COSTS_HELP = ("what adaptive K takes a verify pass to cost: measured on this machine first (~3 s), or the "
-              "reference machine's figures (specviz/adaptive/costs.py)")  # fmt: skip
+COSTS_HELP = ("what adaptive K takes a verify pass to cost: this machine's (measured once per CPU, ~3 s, and "
+              "kept in .cache/costs), or the reference machine's figures (specviz/adaptive/costs.py)")  # fmt: skip
 
 
 def cost_curve(choice: str, target, needed: bool) -> CostCurve:
-    """The verify-cost curve for ``--costs``: measured here (with a bar) only when a run will use it."""
+    """The verify-cost curve for ``--costs``: this machine's only when a run will use it, from the disk
+    cache the app shares, or measured here (with a bar) and kept there."""
     if not needed or choice == "reference":
         return REFERENCE
-    with tqdm(desc="measuring verify costs", unit="repeat", disable=None, leave=False, file=sys.stderr) as bar:
 
-        def progress(done, total):
-            bar.total = total
-            bar.update(done - bar.n)
+    def measure_now() -> CostCurve:
+        with tqdm(desc="measuring verify costs", unit="repeat", disable=None, leave=False, file=sys.stderr) as bar:
 
-        return measure(target.model, progress=progress)
+            def progress(done, total):
+                bar.total = total
+                bar.update(done - bar.n)
+
+            return measure(target.model, progress=progress)
+
+    return kept_curve(target, measure_now)

@@ -1,6 +1,9 @@
 """The app starts, shows the models, and renders a sample as plain text."""
 
+import streamlit as st
 from conftest import app_test, shown
+
+import ui.home
 
 
 def test_home_loads_and_generates():
@@ -17,3 +20,21 @@ def test_home_loads_and_generates():
     generate().click().run()
     assert not at.exception
     assert at.text[0].value.startswith("ROMEO:\n") and len(at.text[0].value) == len("ROMEO:\n") + 40
+
+
+def test_home_is_drawn_before_the_race_is_timed(monkeypatch):
+    """The race is timed last, after the rest of Home is drawn. Stopped right where it would be timed,
+    the page has its title, its explanation, the race's controls, every section below the race, and in
+    the race's place a note that it is being timed; run to the end, the lanes replace the note."""
+    ui.home.races.clear()  # nothing timed in this process yet, as on a server's first start
+    monkeypatch.setattr(ui.home, "race", lambda *a, **k: st.stop())
+    at = app_test().run()
+    assert not at.exception
+    assert at.title[0].value == "specviz" and "**Speculative decoding**" in at.markdown[0].value
+    assert at.selectbox(key="race_drafter").label == "Drafter" and at.select_slider(key="race_temperature")
+    assert [b.label for b in at.button if b.label in ("Measure again", "Generate")] == ["Measure again", "Generate"]
+    assert [s.value for s in at.subheader][-2:] == ["The models", "A sample from the target"]
+    assert [i.value for i in at.info] == [ui.home.TIMING_NOTE] and not at.caption
+    monkeypatch.undo()
+    at.run()
+    assert not at.exception and not at.info and at.caption[0].value == ui.home.RACE_CAPTION

@@ -23,8 +23,10 @@ def addmm(weight, bias, x):
 
 
 @pytest.fixture
-def rebuild(monkeypatch):
-    """Build the kernel again under this test's environment, and again after it."""
+def rebuild(monkeypatch, tmp_path):
+    """Build the kernel again under this test's environment (into a cache folder of its own), and again
+    after it."""
+    monkeypatch.setattr(native, "CACHE", tmp_path / "kernel-cache")
     native._build.cache_clear()
     yield monkeypatch
     monkeypatch.undo()

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from models.gpt import GPT, GPTConfig, KVCache, PositionError
+from models.gpt import GPT, GPTConfig, KVCache, PositionError, state_shapes
 
 TOL = 1e-9
 
@@ -124,3 +124,9 @@ def test_gpt2_layer_names_and_tied_head(model):
               "transformer.ln_f.weight", "lm_head.weight"]:  # fmt: skip
         assert n in names
     assert model.lm_head.weight is model.transformer.wte.weight
+
+
+@pytest.mark.parametrize("config", [GPTConfig(), GPTConfig(block_size=8, vocab_size=5, n_layer=3, n_head=3, n_embd=12)])
+def test_state_shapes_are_a_built_models(config):
+    """The loader checks a checkpoint's tensors against state_shapes before building anything."""
+    assert state_shapes(config) == {k: tuple(v.shape) for k, v in GPT(config).state_dict().items()}

@@ -1,4 +1,6 @@
-"""Shared by the tests of every kind (tests/unit, tests/app, tests/browser, tests/statistical): the
+"""One file over 300 lines because pytest reads shared fixtures from conftest.py alone.
+
+Shared by the tests of every kind (tests/unit, tests/app, tests/browser, tests/statistical): the
 shipped checkpoints (float32, loaded once per test session and never mutated;
 tests/unit/test_engine.py overrides them with float64 copies), the checks and data that tests of
 more than one kind share, and for the real-browser tests one `streamlit run app.py` per test

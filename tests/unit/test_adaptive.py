@@ -1,4 +1,6 @@
-"""Adaptive K: the model's arithmetic, its choices at the extremes, probing, and that the engine
+"""Adaptive K, one idea in one file over 300 lines (its tests share the cost model's fixtures).
+
+The model's arithmetic, its choices at the extremes, probing, and that the engine
 with K auto stays exact (greedy equals the baseline for every drafter)."""
 
 import math

@@ -1,4 +1,6 @@
-"""Traversal verification against the maths: the exact output distribution, enumerated over every
+"""Traversal verification, one idea in one file over 300 lines: the rule against the maths.
+
+Traversal verification against the maths: the exact output distribution, enumerated over every
 draft of small synthetic trees (chains, deterministic trees, trees sampled with and without
 replacement) and every outcome of the verifier, in float64; optimality on a chain; the wrong
 variant found biased, exactly and by the exactness lab."""

@@ -70,7 +70,13 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the per-configuration figures here")
     args = ap.parse_args()
     sys.path.insert(0, str(args.new.resolve()))
-    from specviz.drafters import drafter_names
+    try:
+        from specviz.drafters import drafter_names
+    except ImportError:  # a checkout from before the registry: its name tuple
+        from specviz.drafters import DRAFTERS
+
+        def drafter_names():
+            return DRAFTERS
 
     configs = [{"drafter": d, "T": T, "k": 12 if auto else 4, "auto": auto, "n": args.tokens, "seed": 0}
                for d in drafter_names() for T in (0.0, 0.8) for auto in (False, True)

@@ -130,7 +130,7 @@ def state_shapes(config: GPTConfig) -> dict[str, tuple[int, ...]]:
     """The shape of every tensor in ``GPT(config).state_dict()``, without building it: a header's config
     may name a model too large to allocate, and building one on the meta device imports torch's
     compiler (its normal_ runs through torch._dynamo: ~1.2 s of the app's first start).
-    tests/test_model.py holds it equal to a real GPT's."""
+    tests/unit/test_model.py holds it equal to a real GPT's."""
     C, V = config.n_embd, config.vocab_size
     block = {"ln_1.weight": (C,), "ln_1.bias": (C,), "attn.c_attn.weight": (3 * C, C), "attn.c_attn.bias": (3 * C,),
              "attn.c_proj.weight": (C, C), "attn.c_proj.bias": (C,), "ln_2.weight": (C,), "ln_2.bias": (C,),

@@ -1,7 +1,7 @@
 """One way to make a figure: plain dicts in, a plotly Figure out, without plotly's per-property
 validation. Building a figure through go.Bar/update_layout validates every property and cost
 about 10 ms a figure, most of a round's render budget; the chart tests validate every figure
-once instead (tests/test_charts.py)."""
+once instead (tests/unit/test_charts.py)."""
 
 import re
 

@@ -3,7 +3,7 @@ palette (2008), with light tints of it for text backgrounds, and neutral greys a
 
 Colour is never the only cue: the text view pairs each kind with a line style (solid, dashed,
 double, struck through), and the charts pair their series with hatching, markers or dashes.
-tests/test_palette.py fails if a colour outside this file appears in specviz/ , pages/ or ui/.
+tests/unit/test_palette.py fails if a colour outside this file appears in specviz/ , pages/ or ui/.
 """
 
 # Okabe-Ito

@@ -27,7 +27,7 @@ q is the temperature-scaled head distribution each token was drawn from (one-hot
 so verification stays lossless whatever the head predicts.
 
 The head runs through the target's lean pass (cached_model.lean_block, a preallocated cache written
-in place; LeanHead), pinned to the EagleHead module by tests/test_eagle.py (float64, 1e-12).
+in place; LeanHead), pinned to the EagleHead module by tests/unit/test_eagle.py (float64, 1e-12).
 
 draft_cost (target-forward units per drafted token): 0.5. A head step (fc, one block, the target's
 lm_head) is ~0.27 of a one-token target pass alone (260 vs 960 us); the bench's draft c, which also
@@ -78,7 +78,7 @@ class LeanHead:
     """An EagleHead's weights laid out for the lean pass (specviz/kernels/cached_model.py): its block through
     lean_block, its fc and fuse as specviz.kernels.linear.Linear (copies), and the target's frozen wte, ln_f
     and lm_head that the head borrows (EagleHead.attach; lm_head transposed once). The head module
-    stays the readable reference (tests/test_eagle.py pins the two together). Holds no reference to
+    stays the readable reference (tests/unit/test_eagle.py pins the two together). Holds no reference to
     the head itself, so that _LEAN's weak key can go."""
 
     def __init__(self, head: EagleHead):

@@ -213,7 +213,7 @@ static T softmax_row(T *row, size_t W, const int32_t *idx, size_t n, T *compact)
 }
 
 // The weighted sums' vector: a lane is one dimension of the head, summed over the entries in order on its
-// own, so the widest vector (vec.h's WideVec) gives the same bits as vec.h's Vec (tests/test_linear.py),
+// own, so the widest vector (vec.h's WideVec) gives the same bits as vec.h's Vec (tests/unit/test_linear.py),
 // faster on many rows (docs/notes/kernels.md). A head too narrow for two wide vectors (16 floats) keeps Vec.
 template <typename T, int HS>
 using SumVec = typename std::conditional<(HS * sizeof(T) >= 2 * sizeof(typename WideVec<T>::V)),

@@ -13,7 +13,7 @@ bits, is unchanged. Measurements: docs/notes/kernels.md.
 
 And a correctness gain: a row's output depends only on its query and the entries it sees, summed in
 cache order (attention.cpp), so a token's row in a verify pass, chain or tree, is bit for bit its row
-in a one-token pass (tests/test_attention.py; through the whole pass, tests/test_cached_model.py).
+in a one-token pass (tests/unit/test_attention.py; through the whole pass, tests/unit/test_cached_model.py).
 torch's masked batched product and softmax run over the whole padded row in blocks, and the pass's
 logits differed from the one-token passes' by up to 5e-6.
 """

@@ -10,11 +10,11 @@ outputs are identical for the baseline and every drafter; a round never spans a 
 
 Why a second forward pass beside models/gpt.py? On a CPU a one-token step of a 3M-parameter model
 is dominated by Python, module dispatch and torch.cat on the cache, not by arithmetic. This one
-computes the same numbers (tests/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
+computes the same numbers (tests/unit/test_cached_model.py pins it to GPT.forward: float64 within 1e-10)
 with no nn.Module calls, a cache preallocated once and written in place, and two kernels of its own:
 the products (specviz/kernels/linear.py: each weight read once for all the rows of a pass) and attention
 (specviz/kernels/attention.py: a layer's in one call). Every step of a row is row by row, so a verify pass's
-logits for a token are bit for bit a one-token pass's (tests/test_cached_model.py).
+logits for a token are bit for bit a one-token pass's (tests/unit/test_cached_model.py).
 
 A forward writes its keys and values *after* the committed entries, as scratch (``extend`` appends
 more after it: a draft tree grown one depth per pass); ``keep`` then commits the accepted ones (a

@@ -11,9 +11,9 @@ is 32 floats wide. A column's sum is the same FMAs in the same order at either w
 the speed, never the numbers. Measurements and what was tried: docs/notes/kernels.md.
 
 What it does not change: the numbers, within float rounding (each row's sums run in order over the
-input; MKL's run in blocks), checked against torch.addmm in tests/test_linear.py and, through the whole
-pass, against the reference GPT (tests/test_cached_model.py: 1e-10 in float64, 1e-5 in float32). And a
-row's output does not depend on the rows beside it, bit for bit (tests/test_linear.py): a verify pass
+input; MKL's run in blocks), checked against torch.addmm in tests/unit/test_linear.py and, through the whole
+pass, against the reference GPT (tests/unit/test_cached_model.py: 1e-10 in float64, 1e-5 in float32). And a
+row's output does not depend on the rows beside it, bit for bit (tests/unit/test_linear.py): a verify pass
 rounds exactly as the one-token passes of plain decoding do.
 
 How it is built: specviz/kernels/native.py compiles it at first use, with attention.cpp; without a

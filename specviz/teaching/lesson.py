@@ -19,7 +19,7 @@ from specviz.drafters import BASELINE, REGISTRY
 from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
 
 # A run whose round 0 accepts two drafts and then rejects one, and whose round 1 accepts all
-# four: every part of the algorithm shows up in two rounds (tests/test_teaching_pages.py pins this).
+# four: every part of the algorithm shows up in two rounds (tests/app/test_teaching_pages.py pins this).
 EXAMPLE = Settings(drafter="trigram", k=4, temperature=0.8, seed=33, max_new_tokens=60)
 EXAMPLE_PRESET = "Free verse"
 MAX_ROUNDS = 12  # a lesson runs until it has both kinds of round (see enough), at most this many

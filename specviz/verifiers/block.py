@@ -17,7 +17,7 @@ first token with p < q; block verification lets a later token with p > q make up
 stops only where the leftover mass (the residual) is better spent on a fresh draw. The paper
 proves the output is distributed as the target's and that the expected number of accepted
 tokens is the largest of any valid verifier that sees the same draft and distributions; for
-one draft it can be lower than token-wise (tests/test_block.py enumerates both). At temperature
+one draft it can be lower than token-wise (tests/unit/test_block.py enumerates both). At temperature
 0 every h is 0 or 1 and tau is the matched prefix: the same tokens as token-wise, no draws.
 """
 

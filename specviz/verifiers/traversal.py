@@ -52,13 +52,13 @@ node's q for siblings drawn with replacement, q with the earlier siblings remove
 drawn without replacement (``multidraft.sibling_rows``), and one-hot for a deterministic tree
 (trie, distilled-tree, suffix). So every tree drafter and every chain is supported; nothing is
 refused. (Only the paper's abstract could be read while writing this: the rule and its proof
-above were derived here, and tests/test_traversal.py checks them by exact enumeration for chains,
+above were derived here, and tests/unit/test_traversal.py checks them by exact enumeration for chains,
 one-hot trees and trees sampled with and without replacement.)
 
 On a chain traversal is block verification (Sun et al., ICLR 2025, block.py): alpha(X_i) on entry
 is block's weight w_i, and alpha after the child's rejection is its stop h_i, so it has the
 largest expected accepted length of any valid rule on the same draft distribution (for one draft
-it can be lower than token-wise; tests/test_traversal.py enumerates both).
+it can be lower than token-wise; tests/unit/test_traversal.py enumerates both).
 
 On a deterministic tree (one-hot q) traversal keeps exactly as much as token-wise, in expectation,
 on every draft: token-wise already keeps the longest drafted prefix of a target sample, the most

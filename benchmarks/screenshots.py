@@ -19,14 +19,14 @@ from conftest import CHROMIUM, CHROMIUM_ARGS, goto, new_context, next_round, str
 
 SIZE = (1024, 768)
 # Each method's panel: the step page opened by a link for that method, two rounds in, scrolled to the
-# panel (ui/round_view.py's sv-panels; block verification's chart is before it, in
-# ui/presenter_view.py's sv-details): name -> (the link's query, where to scroll).
+# panel (ui/round_view.py's sv-panels, where block verification's panel is too): name -> (the link's
+# query, where to scroll).
 PANELS = {
     "step-medusa": ({"drafter": "medusa", "k": "3"}, "sv-panels"),
     "step-eagle": ({"drafter": "eagle3", "k": "4"}, "sv-panels"),
     "step-lookahead": ({"drafter": "lookahead", "k": "4", "temperature": "0.8"}, "sv-panels"),
     "step-traversal": ({"drafter": "distilled-tree", "verification": "traversal", "temperature": "1.0"}, "sv-panels"),
-    "step-block": ({"verification": "block", "temperature": "1.0", "k": "6"}, "sv-details"),
+    "step-block": ({"verification": "block", "temperature": "1.0", "k": "6"}, "sv-panels"),
 }
 # Every chart drawn (plotly puts its SVG in), and no spinner, no skeleton left.
 DRAWN_JS = """() => !document.querySelector('[data-testid="stSpinner"], [data-testid="stSkeleton"]')

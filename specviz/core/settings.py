@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 from models.distilled import MAX_CONTEXT
+from specviz.adaptive.sequoia import SHAPES
 from specviz.core.markup import cut
 from specviz.drafters import BASELINE, drafter_class, drafter_names
 from specviz.verifiers import SAMPLINGS, get_verifier, verifier_label, verifier_names
@@ -128,6 +129,11 @@ class Settings:
                               "(Sequoia: each from q minus the earlier siblings); both lossless when verified as "
                               "drawn.", widget="select", main=True, trait="sampled_tree",
                               choices=lambda: SAMPLINGS)  # fmt: skip
+    tree_shape: str = knob("dynamic", "Tree shape", "How a tree drafter with a static shape spends its node budget: "
+                           "grown best first from its own confidence (dynamic), or Sequoia's shape, the most "
+                           "expected accepted characters by a dynamic programme over acceptance rates by sibling "
+                           "rank and depth, measured on the training split.", widget="select", main=True,
+                           trait="shaped", choices=lambda: SHAPES)  # fmt: skip
     fly_entropy: float = knob(THETA, "FLy entropy gate (theta, nats)", "FLy defers a rejection only where the "
                               "target's entropy is above this; lower defers more (and biases more).", lo=0.0,
                               hi=5.0, step=0.05, main=True, verification=("fly",))  # fmt: skip

@@ -67,13 +67,7 @@ class Rates:
 
 def expected_accepted(paths, rates: Rates) -> float:
     """F(T): the sum over the tree's nodes (rank paths) of the product of the rates along each."""
-    total = 0.0
-    for path in paths:
-        prod = 1.0
-        for depth, rank in enumerate(path, 1):
-            prod *= rates.at(depth, rank)
-        total += prod
-    return total
+    return sum(reach(paths, rates))
 
 
 @cache
@@ -117,6 +111,29 @@ def optimal_tree(rates: Rates, budget: int, depth: int, ranks: int = MAX_RANKS) 
     """The rank paths of the tree of at most ``budget`` nodes and ``depth`` levels with the largest
     F (ties: fewest nodes), parents before children."""
     return _optimal(rates, budget, depth, ranks)[1]
+
+
+def rank_paths(parents: list[int]) -> list[tuple[int, ...]]:
+    """Each node's rank path in a depth-first tree whose siblings come best first (its place among its
+    siblings is its rank): how a grown tree is scored under the same model."""
+    paths: list[tuple[int, ...]] = []
+    seen: dict[int, int] = {}  # parent -> children so far
+    for p in parents:
+        rank = seen.get(p, 0)
+        seen[p] = rank + 1
+        paths.append((*(paths[p] if p >= 0 else ()), rank))
+    return paths
+
+
+def reach(paths, rates: Rates) -> list[float]:
+    """Per node, the model's chance that verification accepts it: the product of the rates on its path."""
+    out = []
+    for path in paths:
+        prod = 1.0
+        for depth, rank in enumerate(path, 1):
+            prod *= rates.at(depth, rank)
+        out.append(prod)
+    return out
 
 
 def grow_shape(children, root, shape) -> tuple[list[int], list[int], list]:
@@ -220,4 +237,5 @@ def kept_rates(key: dict, measure_now: Callable[[], Rates], cache: Path | None =
     return rates
 
 
-__all__ = ["SHAPES", "Rates", "expected_accepted", "grow_shape", "kept_rates", "measure", "optimal_tree"]
+__all__ = ["SHAPES", "Rates", "expected_accepted", "grow_shape", "kept_rates", "measure", "optimal_tree", "rank_paths",
+           "reach"]  # fmt: skip

@@ -132,26 +132,34 @@ class DistilledTreeDrafter(DistilledDrafter):
 
         return sequoia.kept_rates(key, measure_now)
 
-    def _children(self, seq: list[int]) -> list[tuple[int, float]]:
-        """(token, q) of a node's top children, the target's mode first."""
+    def _children(self, seq: list[int], width: int = TREE_CHILDREN) -> list[tuple[int, float]]:
+        """(token, q) of a node's top ``width`` children, the target's mode first."""
         row, _ = self.lookup(seq)
         kids = self._kids.get(row)
         if kids is None:
             probs = dict(zip(*self.table.top(row), strict=True))
-            kids = self._kids[row] = [(t, probs.get(t, 0.0)) for t in self.table.ranked(row)[:TREE_CHILDREN]]
-        return kids
+            kids = self._kids[row] = [(t, probs.get(t, 0.0)) for t in self.table.ranked(row)]
+        return kids[:width]
 
     def draft(self, context, k, temperature, gen):
+        shape = None if self.rates is None else sequoia.optimal_tree(self.rates, self.nodes, k)
+        return self.tree_draft(context, k, shape)
+
+    def tree_draft(self, context, k: int, shape=None) -> Draft:
+        """The tree for ``context``: grown best first (``shape`` None), or of the fixed ``shape`` (rank
+        paths: Sequoia's), each node's children the table's ranked characters."""
+        width = TREE_CHILDREN if shape is None else sequoia.MAX_RANKS
+
         def children(state):  # state: (the node's sequence, its cumulative q)
             seq, score = state
-            return [(t, score * q, (seq + [t], score * q)) for t, q in self._children(seq)]
+            return [(t, score * q, (seq + [t], score * q)) for t, q in self._children(seq, width)]
 
         root = (list(context[-self.L :]), 1.0)
-        if self.rates is None:
+        if shape is None:
             tokens, parents, nodes = grow_tree(children, root, k, self.nodes)
         else:
-            tokens, parents, nodes = sequoia.grow_shape(children, root, sequoia.optimal_tree(self.rates, self.nodes, k))
+            tokens, parents, nodes = sequoia.grow_shape(children, root, shape)
         tree = [{"token": t, "parent": p, "depth": d, "score": s}
                 for t, p, (d, s, _) in zip(tokens, parents, nodes, strict=True)]  # fmt: skip
-        return Draft(tokens, parents, None, {"tree": tree, "nodes": self.nodes, "shape": "sequoia" if self.rates else
-                                             "dynamic"})  # fmt: skip
+        return Draft(tokens, parents, None, {"tree": tree, "nodes": self.nodes,
+                                             "shape": "dynamic" if shape is None else "sequoia"})  # fmt: skip

@@ -13,7 +13,7 @@ from specviz.core.engine import Generation
 from specviz.core.sampling import Stream
 from specviz.core.settings import Settings
 from specviz.drafters.base import chain
-from specviz.teaching.atlas import methods
+from specviz.teaching.atlas import bias_rows, methods
 from specviz.teaching.exactness import run_exactness, verdict
 from specviz.verifiers import VERIFIERS, TokenWise, verifier_label
 from specviz.verifiers.fly import FLy, entropy
@@ -92,3 +92,12 @@ def test_exactness_lab_calls_fly_biased(tiny, temperature, seed):
     assert res.p_value < 0.001 and verdict(res, 0.001)[0] == "biased", res.p_value
     exact = run_exactness(tiny, prompt, replace(settings, verification="lossless"), samples=1500)
     assert exact.p_value >= 0.001 and res.tv_distance > exact.tv_distance
+
+
+@pytest.mark.real_target
+def test_the_atlas_bias_table_calls_fly_biased(target, tiny):
+    """The atlas's bias row for FLy with its showcase drafter: the Exactness lab's verdict at T = 1."""
+    fly = tuple(m for m in methods() if m.verification == "fly")
+    (row,) = bias_rows(target, tiny.model, fly)
+    assert row["method"] == "neural (fly)" and row["lossless"] == "LOSSY"
+    assert row["verdict"] == "biased" and row["p-value"] < 0.001 and row["runs"] == 600

@@ -48,6 +48,7 @@ class FLy(Verifier):
     summary = ("FLy: a mismatch where the target is unsure (entropy above theta) is kept if the next W - 1 "
                "drafted tokens match; faster, NOT exact")  # fmt: skip
     paper = "FLy: Training-Free Loosely Speculative Decoding (Li et al., 2025)"
+    panels = ("fly gate",)
     showcase = ("neural",)
     how = "checked by FLy: a rejection at a high-entropy position deferred, and forgiven if the window matches"
 

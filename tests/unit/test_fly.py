@@ -101,3 +101,25 @@ def test_the_atlas_bias_table_calls_fly_biased(target, tiny):
     (row,) = bias_rows(target, tiny.model, fly)
     assert row["method"] == "neural (fly)" and row["lossless"] == "LOSSY"
     assert row["verdict"] == "biased" and row["p-value"] < 0.001 and row["runs"] == 600
+
+
+def test_gate_chart_tells_matched_kept_and_rejected_apart(tiny):
+    """Over real rounds, the chart's outcome per checked position agrees with the verdict: kept
+    positions are exactly the rule's deferred ones, and a rejected one ends the round."""
+    from specviz.charts.fly import fly_figure, outcomes
+
+    prompt = tiny.tokenizer.encode("the cat sat on the mat.\nthe cat sat on the")
+    s = Settings(drafter="trigram", k=6, temperature=1.0, seed=3, verification="fly", fly_window=2, max_new_tokens=120)
+    run = Generation(tiny, prompt, s).run()
+    kept = 0
+    for r in run.rounds:
+        kinds = outcomes(r)
+        assert [c.node for c, k in zip(r.positions, kinds, strict=True) if k == "kept (deferred)"] == r.verify_notes[
+            "deferred"
+        ]
+        assert "rejected" not in kinds[:-1] and (kinds[-1:] == ["rejected"]) == (r.correction is not None)
+        kept += kinds.count("kept (deferred)")
+        if r.positions:
+            fig = fly_figure(r, run.vocab)
+            assert sum(len(d.x) for d in fig.data) == len(r.positions)
+    assert kept > 0  # the run did defer some rejections

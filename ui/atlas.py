@@ -16,7 +16,8 @@ from specviz.charts import atlas as charts
 from specviz.charts.shootout import results_frame
 from specviz.core.markup import md
 from specviz.drafters import BASELINE
-from specviz.teaching.atlas import atlas_rows, methods
+from specviz.teaching.atlas import BIAS, BIAS_SAMPLES, atlas_rows, bias_rows, methods
+from specviz.teaching.exactness import ALPHA
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
 from ui.widgets import chart
@@ -63,9 +64,43 @@ def render() -> None:
     st.dataframe(
         charts.sources_frame(table), hide_index=True, column_config=config, row_height=charts.SOURCES_ROW_HEIGHT
     )
+    bias_table()
     with st.expander("The bench rows behind the atlas"):
         st.dataframe(results_frame(rows), hide_index=True)
     layer_sweep()
+
+
+@st.cache_resource(show_spinner=False, max_entries=2)
+def _bias(samples: int) -> dict:
+    """The server's bias table, once measured: every session sees it (it depends on the models and the code only)."""
+    return {}
+
+
+def bias_table() -> None:
+    """The lossy methods' speed (hatched above) beside what it costs: the exactness lab's verdict on each,
+    measured on the button (about a minute) and kept for every session of this server."""
+    st.markdown("**What the lossy rules' speed costs: their bias**")
+    lossy = [m.name for m in methods() if not m.lossless]
+    st.caption(md(f"The Exactness lab on each lossy method ({', '.join(lossy)}): {BIAS_SAMPLES} runs of K + 1 = "
+                  f"{BIAS['k'] + 1} characters at T = {BIAS['temperature']:g} on its own preset, tested at every "
+                  f"position against the target's exact distribution, at level {ALPHA}. Total variation: how far "
+                  "the first characters' frequencies are from the exact probabilities (sampling noise alone gives an "
+                  "exact rule some too, at this many runs)."))  # fmt: skip
+    kept = _bias(BIAS_SAMPLES)
+    if "rows" not in kept and st.button("Test the lossy rules", key="atlas_bias"):
+        target, tiny = models_or_stop()
+        bar = st.progress(0.0, text="Starting...")
+        try:
+            kept["rows"] = bias_rows(target, tiny.model, progress=lambda done, total: bar.progress(
+                done / total, text=f"{done} of {total} methods tested"))  # fmt: skip
+        except (ValueError, RuntimeError) as e:
+            st.error(f"The test could not run: {md(e)}")
+        finally:
+            bar.empty()
+    if "rows" in kept:
+        st.dataframe(kept["rows"], hide_index=True, column_config={
+            "p-value": st.column_config.NumberColumn(format="%.2g"),
+            "total variation": st.column_config.NumberColumn(format="%.2f")})  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -44,10 +44,12 @@ def knob_widget(name: str, key: str | None = None, slider: bool = False, **kw):
 
 
 def _main_knobs(drafter: str) -> None:
-    """The run's knobs, in declaration order (a trait's knob only for a drafter that has the trait);
-    two numbers in a row share a line."""
+    """The run's knobs, in declaration order (a trait's knob only for a drafter that has the trait, a
+    rule's only under that rule); two numbers in a row share a line."""
     cls = drafter_class(drafter)
-    names = [n for n, k in KNOBS.items() if k.main and (not k.trait or getattr(cls, k.trait))]
+    rule = st.session_state.get("ctl_verification")
+    names = [n for n, k in KNOBS.items() if k.main and (not k.trait or getattr(cls, k.trait))
+             and (not k.verification or rule in k.verification)]  # fmt: skip
     i = 0
     while i < len(names):
         pair = names[i : i + 2]

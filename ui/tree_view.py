@@ -8,16 +8,22 @@ Before the first round the trie panel previews the draft the first round will se
 drafter is deterministic and keeps no state, so drafting from the prompt here changes nothing.
 """
 
+from dataclasses import replace
+
 import streamlit as st
 import torch
 
+from specviz.adaptive.sequoia import SHAPES, optimal_tree, rank_paths, reach
 from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
-from specviz.charts.draft_tree import draft_tree_figure
+from specviz.charts.draft_tree import draft_tree_figure, shape_figure
 from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW
+from specviz.core.engine import Generation
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
 from specviz.core.session import Session
+from specviz.drafters import drafter_class
+from ui.common import load_models
 from ui.knobs import text_tail
 from ui.method_views import TRIE
 from ui.round_view import chart, sibling_tries
@@ -82,6 +88,57 @@ def trie_panel(session: Session) -> None:
     chart(fig, "trie_chart")
 
 
+def _measured_taus(settings, prompt: list[int], n: int = 300) -> dict[str, float]:
+    """Tokens per target pass of each tree shape, on this prompt, ``n`` characters each (same seed)."""
+    target, _ = load_models()
+    out = {}
+    for shape in SHAPES:
+        run = Generation(target, prompt, replace(settings, tree_shape=shape, max_new_tokens=n)).run()
+        out[shape] = len(run.tokens) / len(run.rounds)
+    return out
+
+
+def shape_panel(session: Session, r: RoundRecord) -> None:
+    """A drafter whose tree may take Sequoia's shape (its ``shaped`` trait): for this round's context,
+    the tree grown from its confidence beside Sequoia's fixed shape at the same node budget and K, each
+    node shaded by the chance the rank/depth model gives it, with tau = 1 + the sum of those chances."""
+    gen, s = session.generation, session.generation.settings
+    drafter, trace = gen.drafter, gen.trace
+    st.markdown("**Sequoia's shape beside the dynamic tree, at the same node budget**")
+    rates = drafter.rates
+    if rates is None and not st.toggle("Compare with Sequoia's shape (measures its rates once: a few seconds)",
+                                       key="sequoia_compare"):  # fmt: skip
+        return
+    if rates is None:
+        with st.spinner("Measuring acceptance by sibling rank and depth on the training split…"):
+            try:
+                rates = drafter.sequoia_rates(load_models()[0], s.temperature, s.k)
+            except ValueError as e:
+                st.warning(md(str(e)))
+                return
+    context = (trace.prompt + trace.tokens)[: r.context_len]
+    shapes = {SHAPES[0]: drafter.tree_draft(context, s.k), SHAPES[1]: drafter.tree_draft(
+        context, s.k, optimal_tree(rates, drafter.nodes, s.k))}  # fmt: skip
+    for col, (name, d) in zip(st.columns(2), shapes.items(), strict=True):
+        chance = reach(rank_paths(d.parents), rates)
+        title = (f"{name}: {len(d.tokens)} nodes, τ = {1 + sum(chance):.2f} by the model<br><sub>Shade: the chance "
+                 "the model gives a node of being accepted.</sub>")  # fmt: skip
+        with col:
+            chart(shape_figure(d.tokens, d.parents, chance, trace.vocab, trace.root(r), title), f"shape_{name}")
+    summary = trace.summary()
+    st.caption(md(f"The dynamic tree grows where this context's table rows are confident; Sequoia's shape is the same "
+                  f"for every context: the tree of at most {drafter.nodes} nodes and K = {s.k} levels with the most "
+                  f"expected accepted characters under acceptance rates by sibling rank and depth, {rates.source} "
+                  f"(Sequoia, Chen et al., 2024). This run ({s.tree_shape}) so far: τ = "
+                  f"{summary['tokens'] / max(1, summary['target_forwards']):.2f} characters per target pass."))  # fmt: skip
+    if st.button("Measure τ of both shapes on this prompt (300 characters each)", key="sequoia_measure"):
+        with st.spinner("Running both shapes…"):
+            st.session_state.sequoia_taus = (s, _measured_taus(s, trace.prompt))
+    kept = st.session_state.get("sequoia_taus")
+    if kept is not None and kept[0] == s:
+        st.caption(md("Measured on this prompt: " + ", ".join(f"{k} τ = {v:.2f}" for k, v in kept[1].items()) + "."))
+
+
 def tree_view(session: Session) -> None:
     gen, r = session.generation, session.current
     s, trace = gen.settings, gen.trace
@@ -113,6 +170,8 @@ def tree_view(session: Session) -> None:
             chart(draft_tree_figure(r, vocab, root), "draft_tree")
     with c[1] if has_trie else st.container():
         sibling_tries(r, vocab)
+    if drafter_class(s.drafter).shaped:
+        shape_panel(session, r)
     chart(charts.flattening_figure(r, vocab, root), "flattening")
     chart(charts.kv_gather_figure(r, vocab, root), "kv_gather")
     c = st.columns([3, 2], gap="large")

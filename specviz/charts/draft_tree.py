@@ -87,3 +87,39 @@ def draft_tree_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.F
                   "range": [-0.5, depth + 0.5], "zeroline": False},
         "yaxis": {"visible": False, "range": [leaves - 0.4, -0.6]},  # reversed: the first leaf on top
     })  # fmt: skip
+
+
+def shape_figure(tokens: list[int], parents: list[int], reach: list[float], vocab: list[str], root_token: int,
+                 title: str) -> go.Figure:  # fmt: skip
+    """A draft tree's shape, before any verification: a node per drafted token, shaded by ``reach``,
+    the model's chance that verification accepts it (hover: its rank among its siblings, and that chance)."""
+    xy = layout(parents)
+    xs, ys = [], []
+    for i, parent in enumerate(parents):
+        xs += [xy[parent + 1][0], xy[i + 1][0], None]
+        ys += [xy[parent + 1][1], xy[i + 1][1], None]
+    ranks, seen = [], {}
+    for p in parents:
+        ranks.append(seen.get(p, 0))
+        seen[p] = ranks[-1] + 1
+    labels = [plotly_text(label(vocab, t)) for t in [root_token, *tokens]]
+    data = [
+        {"type": "scatter", "x": xs, "y": ys, "mode": "lines", "hoverinfo": "skip", "showlegend": False,
+         "line": {"color": "#999999", "width": 1.5}},
+        {"type": "scatter", "x": [x for x, _ in xy], "y": [y for _, y in xy], "mode": "markers+text",
+         "text": labels, "showlegend": False, "textfont": {"size": 14, "color": INK},
+         "customdata": [["root", ""]] + [[f"rank {r}", f"accepted with chance {a:.3f}"] for r, a in zip(ranks, reach,
+                                                                                                      strict=True)],
+         "marker": {"size": 28, "color": [1.0, *reach], "colorscale": [[0, "#F7F7F7"], [1, ACCEPTED]], "cmin": 0,
+                    "cmax": 1, "line": {"width": 1, "color": INK}},
+         "hovertemplate": "<b>%{text}</b> %{customdata[0]}<br>%{customdata[1]}<extra></extra>"},
+    ]  # fmt: skip
+    leaves = int(max(y for _, y in xy)) + 1
+    depth = max(x for x, _ in xy)
+    return figure(data, {
+        "title": {"text": title}, "height": min(900, max(320, 30 * leaves + 150)), "plot_bgcolor": "white",
+        "margin": {"l": 10, "r": 10, "t": 80, "b": 10},
+        "xaxis": {"title": {"text": "depth", "standoff": 4}, "dtick": 1, "range": [-0.5, depth + 0.5],
+                  "zeroline": False},
+        "yaxis": {"visible": False, "range": [leaves - 0.4, -0.6]},
+    })  # fmt: skip

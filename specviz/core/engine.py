@@ -80,7 +80,7 @@ class Generation:
         self.target: TargetModel = CachedModel(target.model)
         assert drafter is None or not drafter.stateful
         self.drafter: Drafter = drafter or make_drafter(Sources(settings, target, prompt, self.target, draft_model))
-        self.verifier = get_verifier(settings.verification)
+        self.verifier = get_verifier(settings.verification).configured(settings)
         d = self.drafter
         self.adaptive = None
         if settings.k_auto:  # no deeper than the drafter can draft: E(K) would count levels it never sends

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 from models.distilled import MAX_CONTEXT
+from specviz.adaptive.sequoia import SHAPES
 from specviz.core.markup import cut
 from specviz.drafters import BASELINE, drafter_class, drafter_names
 from specviz.verifiers import SAMPLINGS, get_verifier, verifier_label, verifier_names
+from specviz.verifiers.fly import THETA, WINDOW
 
 SEED_MAX = 2**63 - 1  # torch's generator takes 64 bits; the exactness harness adds up to a million to a seed
 
@@ -31,6 +33,7 @@ class Knob:
     app: tuple | None = None  # the app's and the links' range, where narrower than the engine's
     method: tuple[str, ...] = ()  # the drafters it belongs to (empty: every run)
     trait: str = ""  # or: the drafter trait that makes it matter (tree_sampling: sampled trees)
+    verification: tuple[str, ...] = ()  # or: the verification rules it belongs to (shown with them only)
     strict: bool = False  # hi names a knob this one must stay below
     zero: bool = False  # 0 is allowed besides [lo, hi] (temperature: greedy)
     step: float | None = None  # the widget's step
@@ -126,6 +129,17 @@ class Settings:
                               "(Sequoia: each from q minus the earlier siblings); both lossless when verified as "
                               "drawn.", widget="select", main=True, trait="sampled_tree",
                               choices=lambda: SAMPLINGS)  # fmt: skip
+    tree_shape: str = knob("dynamic", "Tree shape", "How a tree drafter with a static shape spends its node budget: "
+                           "grown best first from its own confidence (dynamic), or Sequoia's shape, the most "
+                           "expected accepted characters by a dynamic programme over acceptance rates by sibling "
+                           "rank and depth, measured on the training split.", widget="select", main=True,
+                           trait="shaped", choices=lambda: SHAPES)  # fmt: skip
+    fly_entropy: float = knob(THETA, "FLy entropy gate (theta, nats)", "FLy defers a rejection only where the "
+                              "target's entropy is above this; lower defers more (and biases more).", lo=0.0,
+                              hi=5.0, step=0.05, main=True, verification=("fly",))  # fmt: skip
+    fly_window: int = knob(WINDOW, "FLy window (W)", "A deferred rejection is forgiven when the next W - 1 drafted "
+                           "characters all pass; it needs K of at least W.", lo=2, hi=32, app=(2, 16), main=True,
+                           verification=("fly",))  # fmt: skip
     # Each drafter's own knobs.
     trie_n: int = knob(13, "n (n-gram length)", "The n-gram length stored from the prompt.", lo=2, hi=64,
                        app=(2, 32), **_n("trie"))  # fmt: skip

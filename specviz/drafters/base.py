@@ -130,6 +130,7 @@ class Drafter:
     featured = False  # Home's race opens with it: the fastest lossless drafter in the stored bench run
     tree = False  # sends trees, so chains-only verifiers refuse it
     sampled_tree = False  # sends trees of sampled tokens: the tree_sampling knob applies
+    shaped = False  # its tree's shape may be Sequoia's instead of grown (the tree_shape knob; adaptive/sequoia.py)
     needs: frozenset[str] = frozenset()  # besides the target: "draft_model", "target_cache", "corpus", "heads"
     panels: tuple[str, ...] = ()  # the step page's panels for its rounds, by name (ui/method_views.py PANELS)
     deterministic = False  # True: proposals are one-hot (q is None)

@@ -15,15 +15,22 @@ min_context_count times to shorter ones, down to the empty context.
                      its top 3 children (the target's mode first), until the node budget is
                      spent, at most K deep. Deterministic (one-hot q at every temperature), so
                      verification walks the tree with the lossless rule, as for the trie.
+                     With --tree-shape sequoia the shape is fixed instead: Sequoia's tree for the
+                     node budget and K, from this table's acceptance rates by sibling rank and depth
+                     measured on the training split (specviz/adaptive/sequoia.py); each node's
+                     children are still the table's ranked top characters.
 """
 
 from itertools import accumulate
+from pathlib import Path
 
 import torch
 
 from models.distilled import DistilledTable, load_table
+from specviz.adaptive import sequoia
 from specviz.core.sampling import draw_cumulative
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
+from specviz.training.distill import DEFAULT_CORPUS
 
 TREE_CHILDREN = 3
 
@@ -88,6 +95,7 @@ class DistilledTreeDrafter(DistilledDrafter):
     featured = False  # Home's race opens with the chain
     tree = True
     deterministic = True
+    shaped = True
 
     def estimates(self, temperature):
         return False  # a tree: its budget, not a stopping rule, bounds it
@@ -95,28 +103,63 @@ class DistilledTreeDrafter(DistilledDrafter):
     @classmethod
     def build(cls, src):
         s = src.settings
-        return cls(load_table(src.checkpoint.path), s.min_context_count, s.distilled_context, s.distilled_nodes)
+        drafter = cls(load_table(src.checkpoint.path), s.min_context_count, s.distilled_context, s.distilled_nodes)
+        if s.tree_shape == "sequoia":
+            drafter.rates = drafter.sequoia_rates(src.checkpoint, s.temperature, s.k)
+        return drafter
 
     def __init__(self, table: DistilledTable, min_context_count: int = 2, max_context: int = 8, nodes: int = 16):
         super().__init__(table, min_context_count, max_context)
         self.nodes = self.max_nodes = nodes
         self._kids: dict[int, list[tuple[int, float]]] = {}  # per generation: a drafter serves one
+        self.rates: sequoia.Rates | None = None  # Sequoia's rates: the tree's shape is fixed (else grown)
 
-    def _children(self, seq: list[int]) -> list[tuple[int, float]]:
-        """(token, q) of a node's top children, the target's mode first."""
+    def sequoia_rates(self, checkpoint, temperature: float, depth: int, corpus: Path = DEFAULT_CORPUS) -> sequoia.Rates:
+        """This table's acceptance rates by rank and depth (rounds at most ``depth`` deep) against the
+        target at ``temperature``, measured on the training split once and kept on disk."""
+        knobs = {"min_context_count": self.min_count, "distilled_context": self.L}
+        key = sequoia.rates_key(checkpoint, self.name, knobs, temperature, depth, (Path(self.table.path),))
+
+        def measure_now():
+            if not Path(corpus).is_file():
+                raise ValueError(f"the Sequoia tree shape measures its rates on the corpus; none at {corpus}")
+            tok = checkpoint.tokenizer
+            prompts = sequoia.training_prompts(
+                tok.encode(Path(corpus).read_text(encoding="utf-8")), tok.encode("\n")[0]
+            )
+            return sequoia.measure(checkpoint.model, lambda seq: self.table.ranked(self.lookup(seq)[0]), prompts,
+                                   temperature, depth=depth)  # fmt: skip
+
+        return sequoia.kept_rates(key, measure_now)
+
+    def _children(self, seq: list[int], width: int = TREE_CHILDREN) -> list[tuple[int, float]]:
+        """(token, q) of a node's top ``width`` children, the target's mode first."""
         row, _ = self.lookup(seq)
         kids = self._kids.get(row)
         if kids is None:
             probs = dict(zip(*self.table.top(row), strict=True))
-            kids = self._kids[row] = [(t, probs.get(t, 0.0)) for t in self.table.ranked(row)[:TREE_CHILDREN]]
-        return kids
+            kids = self._kids[row] = [(t, probs.get(t, 0.0)) for t in self.table.ranked(row)]
+        return kids[:width]
 
     def draft(self, context, k, temperature, gen):
+        shape = None if self.rates is None else sequoia.optimal_tree(self.rates, self.nodes, k)
+        return self.tree_draft(context, k, shape)
+
+    def tree_draft(self, context, k: int, shape=None) -> Draft:
+        """The tree for ``context``: grown best first (``shape`` None), or of the fixed ``shape`` (rank
+        paths: Sequoia's), each node's children the table's ranked characters."""
+        width = TREE_CHILDREN if shape is None else sequoia.MAX_RANKS
+
         def children(state):  # state: (the node's sequence, its cumulative q)
             seq, score = state
-            return [(t, score * q, (seq + [t], score * q)) for t, q in self._children(seq)]
+            return [(t, score * q, (seq + [t], score * q)) for t, q in self._children(seq, width)]
 
-        tokens, parents, nodes = grow_tree(children, (list(context[-self.L :]), 1.0), k, self.nodes)
+        root = (list(context[-self.L :]), 1.0)
+        if shape is None:
+            tokens, parents, nodes = grow_tree(children, root, k, self.nodes)
+        else:
+            tokens, parents, nodes = sequoia.grow_shape(children, root, shape)
         tree = [{"token": t, "parent": p, "depth": d, "score": s}
                 for t, p, (d, s, _) in zip(tokens, parents, nodes, strict=True)]  # fmt: skip
-        return Draft(tokens, parents, None, {"tree": tree, "nodes": self.nodes})
+        return Draft(tokens, parents, None, {"tree": tree, "nodes": self.nodes,
+                                             "shape": "dynamic" if shape is None else "sequoia"})  # fmt: skip

@@ -8,10 +8,12 @@ base.py) plus one line in the tuple below; the engine never branches on a rule.
     typical               Medusa's typical acceptance: faster, lossy (typical.py)
     traversal             traversal verification: leaves first, sequence-level ratios, any tree (traversal.py)
     traversal-token-residual  traversal with the token-level residual: biased on purpose (traversal.py)
+    fly                   FLy: a rejection deferred where the target is unsure; faster, lossy (fly.py)
 """
 
 from specviz.verifiers.base import Verdict, Verifier, children_of, one_hot_rows, proposal_rows
 from specviz.verifiers.block import Block, expected_accepted
+from specviz.verifiers.fly import FLy
 from specviz.verifiers.mismatch import Mismatch
 from specviz.verifiers.multidraft import SAMPLINGS, sibling_rows
 from specviz.verifiers.nasd_seed import NASDSeed
@@ -29,7 +31,7 @@ def register(verifier: Verifier) -> Verifier:
     return verifier
 
 
-for _v in (TokenWise(), Block(), NASDSeed(), Mismatch(), Typical(), Traversal(), TraversalTokenResidual()):
+for _v in (TokenWise(), Block(), NASDSeed(), Mismatch(), Typical(), Traversal(), TraversalTokenResidual(), FLy()):
     register(_v)
 
 
@@ -55,7 +57,7 @@ def verifier_label(name: str) -> str:
     return name if VERIFIERS[name].lossless else f"{name} (lossy)"
 
 
-__all__ = ["LOSSLESS", "SAMPLINGS", "VERIFIERS", "Block", "Mismatch", "NASDSeed", "TokenWise", "Traversal",
+__all__ = ["LOSSLESS", "SAMPLINGS", "VERIFIERS", "Block", "FLy", "Mismatch", "NASDSeed", "TokenWise", "Traversal",
            "TraversalTokenResidual", "Typical", "Verdict", "Verifier", "alternatives", "children_of", "expected_accepted",
            "expected_acceptance", "get_verifier", "one_hot_rows", "proposal_rows", "register", "residual",
            "sibling_rows", "verifier_label", "verifier_names"]  # fmt: skip

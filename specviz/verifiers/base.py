@@ -77,6 +77,10 @@ class Verifier:
     how = ""  # what it does to those drafts, after the drafter's summary in the atlas
     bench_on = ""  # a lossless alternative the bench runs on every drafter of a shape: "chains" or "trees"
 
+    def configured(self, settings) -> "Verifier":
+        """The rule with the run's own knobs (settings' knobs scoped to it: Knob.verification); most have none."""
+        return self
+
     def refuses(self, drafter, settings) -> str | None:
         """Why this rule cannot check what the drafter class sends under these settings (None: it can)."""
         if drafter.tree and not self.trees:

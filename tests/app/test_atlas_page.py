@@ -40,3 +40,16 @@ def test_the_atlas_says_where_its_figures_come_from():
     said = " ".join(shown(c.value) for c in at.caption)
     assert f"Measured just now on this machine: {cpu_name()}" in said and "From run to run" in said
     assert "That CPU is not" not in said
+
+
+def test_the_atlas_offers_the_lossy_rules_bias_beside_their_speed():
+    """The lossy methods (hatched in the speed chart) are named in the bias section, FLy among them
+    through its registry entry, with the button that runs the Exactness lab on each
+    (specviz.teaching.atlas.bias_rows, tested in tests/unit/test_fly.py)."""
+    from conftest import shown
+
+    at = open_page("pages/atlas.py", timeout=300)
+    said = " ".join(shown(c.value) for c in at.caption)
+    lossy = [m.name for m in methods() if not m.lossless]
+    assert {"neural (fly)", "medusa (typical)", "nasd (nasd-seed)"} <= set(lossy)
+    assert f"The Exactness lab on each lossy method ({', '.join(lossy)})" in said and at.button(key="atlas_bias")

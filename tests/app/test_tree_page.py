@@ -51,3 +51,16 @@ def test_bad_knobs_keep_the_page_up():
     at.slider(key="knob_trie_prefix_len").set_value(13).run()  # L_p must stay below n = 13
     assert not at.exception and "L_p must be below trie_n" in shown(at.error[0].value)
     assert at.session_state["run"].generation.settings.trie_prefix_len == 3  # the previous run stays
+
+
+def test_sequoia_shape_beside_the_dynamic_tree():
+    """A Sequoia-shaped distilled tree: the page draws this round's grown tree and Sequoia's shape at
+    the same budget, each titled with its tau by the rank/depth model, and the run's own tau."""
+    at = open_page("pages/tree.py", {"preset": "Dialogue", "drafter": "distilled-tree", "tree_shape": "sequoia"})
+    assert not at.exception and at.session_state["run"].generation.settings.tree_shape == "sequoia"
+    at.button(key="nav_next").click().run()
+    assert not at.exception
+    titles = [f["layout"]["title"]["text"] for f in chart_specs(at)]
+    shapes = [t for t in titles if "τ = " in t]  # "<shape>: <n> nodes, τ = <tau> by the model" (wrapped)
+    assert [t.split(":")[0] for t in shapes] == ["dynamic", "sequoia"]
+    assert any("This run (sequoia) so far: τ = " in shown(c.value) for c in at.caption)

@@ -19,4 +19,5 @@ def test_each_method_names_panels_that_exist():
         "block": ("block weights",),
         "traversal": ("traversal tries",),
         "traversal-token-residual": ("traversal tries",),
+        "fly": ("fly gate",),
     }

@@ -265,7 +265,7 @@ def kv_gather_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Fi
                     marker=dict(symbol="square", size=26, color=ACCEPTED), hovertemplate="cache index %{x}<extra>kept</extra>")  # fmt: skip
     how = "gather" if r.tree_mask is not None else "trim"
     title = (f"KV cache: verification wrote {len(written)} entries ({r.kv_before}…{r.kv_after_verify - 1})<br><sub>"
-             f"one per token of the row above; the {how} keeps<br>the root and the {r.n_accepted} accepted → "
+             f"one per token of the row above; the {how} keeps the root and the {r.n_accepted} accepted → "
              f"{r.kv_after_trim} entries</sub>")  # fmt: skip
     fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=85, b=10), plot_bgcolor="white",
                       legend=dict(orientation="h", y=-0.4),

@@ -118,15 +118,16 @@ body { margin: 0; font-family: system-ui, sans-serif; }
 .accepted { background: #C7EBDF; text-decoration: underline solid #00664A 2px; }
 .correction { background: #FBE6BF; }
 .bonus { background: #D5ECFA; text-decoration: underline double #004C77; }
-.bar { display: flex; gap: 12px; align-items: center; margin-top: 8px; font-size: 15px; }
+.bar { display: flex; gap: 12px; align-items: center; margin-bottom: 8px; font-size: 15px; min-height: 2.6em; }
 button { font-size: 15px; padding: 6px 14px; white-space: nowrap; }
 button:focus-visible { outline: 3px solid #0072B2; outline-offset: 2px; }
 </style>
+<!-- the result line above the lanes: under them it fell below a 1024x768 screen's edge -->
+<div class="bar"><button id="go">Race again</button><span id="note" aria-live="polite"></span></div>
 <div class="race">
   <div class="lane"><h3 id="h0"></h3><div class="stats" id="s0"></div><div class="text" id="t0"></div></div>
   <div class="lane"><h3 id="h1"></h3><div class="stats" id="s1"></div><div class="text" id="t1"></div></div>
 </div>
-<div class="bar"><button id="go">Race again</button><span id="note" aria-live="polite"></span></div>
 <script>
 const D = __DATA__;
 let start = null, shown = [0, 0];

@@ -6,6 +6,7 @@ import statistics
 import time
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from specviz.adaptive.costs import cpu_name
@@ -13,14 +14,14 @@ from specviz.bench.layer_sweep import acceptance_by_layers
 from specviz.bench.rows import rows_from_jsonl
 from specviz.bench.runner import QUICK, lossy_methods, run_bench
 from specviz.charts import atlas as charts
-from specviz.charts.shootout import results_frame
 from specviz.core.markup import md
 from specviz.drafters import BASELINE
 from specviz.teaching.atlas import BIAS, BIAS_SAMPLES, atlas_rows, bias_rows, methods
 from specviz.teaching.exactness import ALPHA
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, page_setup, question
-from ui.widgets import chart
+from ui.shootout import results
+from ui.widgets import chart, table
 
 SWEEP_PRESET = "Dialogue"
 BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"
@@ -47,26 +48,23 @@ def render() -> None:
         )
         return
     rows = figures_source(rows)
-    table = atlas_rows(rows)
-    chart(charts.speedup_figure(table), "atlas_speedup")
+    by_method = atlas_rows(rows)
+    chart(charts.speedup_figure(by_method), "atlas_speedup")
     T = st.segmented_control("Figures at", charts.TEMPERATURES, format_func=lambda T: f"T = {T:g}", default=0.0,
                              required=True, key="atlas_t", help="The bench ran every method at both temperatures; "
                              "the chart above shows both speedups.")  # fmt: skip
-    config = {h: st.column_config.NumberColumn(help=charts.FIGURE_HELP[h], width=charts.FIGURE_WIDTHS[h], format="%.2f")
-              for h in charts.FIGURES}  # fmt: skip
-    config["open"] = st.column_config.LinkColumn(help=charts.OPEN_HELP, display_text="step through")
-    st.dataframe(charts.figures_frame(table, T), hide_index=True, column_config=config)
+    view = {h: {"width": charts.FIGURE_WIDTHS[h], "format": "%.2f"} for h in charts.FIGURES}
+    view |= {"method": {"width": charts.METHOD_WIDTH}, "open": {"link": "step", "width": charts.OPEN_WIDTH}}
+    table(charts.figures_frame(by_method, T), charts.FIGURE_HELP | {"open": charts.OPEN_HELP}, view)
     st.caption("α: acceptance rate, accepted / drafted characters checked. τ: tokens per target forward pass, the "
-               "speedup if drafting and verifying were free. Speedup: plain decoding's time over the method's.")  # fmt: skip
+               "speedup if drafting and verifying were free. Speedup: plain decoding's time over the method's. c: the "
+               "draft cost, one drafted token's time in target forward passes.")  # fmt: skip
     st.markdown("**Where each draft comes from**")
-    config = {h: st.column_config.Column(help=charts.SOURCE_HELP[h], width=charts.SOURCE_WIDTHS[h])
-              for h in charts.SOURCES}  # fmt: skip
-    st.dataframe(
-        charts.sources_frame(table), hide_index=True, column_config=config, row_height=charts.SOURCES_ROW_HEIGHT
-    )
+    view = {h: {"width": charts.SOURCE_WIDTHS[h]} for h in charts.SOURCES}
+    table(charts.sources_frame(by_method), charts.SOURCE_HELP, view, row_height=charts.SOURCES_ROW_HEIGHT)
     bias_table()
     with st.expander("The bench rows behind the atlas"):
-        st.dataframe(results_frame(rows), hide_index=True)
+        results(rows)
     layer_sweep()
 
 
@@ -74,6 +72,14 @@ def render() -> None:
 def _bias(samples: int) -> dict:
     """The server's bias table, once measured: every session sees it (it depends on the models and the code only)."""
     return {}
+
+
+BIAS_HELP = {
+    "verdict": "The Exactness lab's verdict: biased when the test rejects the target's distribution at the level shown.",
+    "p-value": "How likely frequencies this far from the exact ones are from an exact rule: tiny means biased.",
+    "total variation": "Half the summed gap between the first characters' frequencies and their exact probabilities.",
+    "runs": "Sampled runs of K + 1 characters.",
+}
 
 
 def bias_table() -> None:
@@ -98,9 +104,8 @@ def bias_table() -> None:
         finally:
             bar.empty()
     if "rows" in kept:
-        st.dataframe(kept["rows"], hide_index=True, column_config={
-            "p-value": st.column_config.NumberColumn(format="%.2g"),
-            "total variation": st.column_config.NumberColumn(format="%.2f")})  # fmt: skip
+        table(pd.DataFrame(kept["rows"]), BIAS_HELP, {"p-value": {"format": "%.2g"},
+                                                       "total variation": {"format": "%.2f"}})  # fmt: skip
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

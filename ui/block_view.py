@@ -6,7 +6,7 @@ import streamlit as st
 from specviz import charts
 from specviz.charts import block
 from specviz.core.record import RoundRecord
-from ui.widgets import chart
+from ui.widgets import chart, table
 
 
 def block_panel(r: RoundRecord, vocab: list[str]) -> None:
@@ -15,4 +15,5 @@ def block_panel(r: RoundRecord, vocab: list[str]) -> None:
         return
     st.markdown(block.summary(r), help=charts.BLOCK_HELP)
     st.caption(charts.BLOCK_EXPLAIN)
+    table(block.block_frame(r, vocab), block.HELP, block.VIEW)
     chart(charts.block_figure(r, vocab), "block_both")

@@ -36,6 +36,6 @@ def eagle_panel(r: RoundRecord, vocab: list[str]) -> None:
     depths = measured_depths(DEPTH_FILE.stat().st_mtime if DEPTH_FILE.is_file() else 0.0)
     if depths:
         with st.expander("Acceptance by draft depth: each head against the tiny draft (measured)"):
-            st.caption(depths["conditions"])
+            st.caption(charts.conditions_text(depths["conditions"]))
             for temp, series in depths["measured"].items():
                 chart(charts.depth_figure(series, float(temp)), f"eagle_depth_{temp}")

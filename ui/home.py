@@ -18,7 +18,7 @@ from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.drafters import BASELINE, drafter_names
 from specviz.kernels import native
-from specviz.teaching.race import race, race_html
+from specviz.teaching.race import race, race_html, spread_sentence
 from ui.common import costs_for, kept_costs, models_or_stop, page_setup
 
 RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
@@ -87,7 +87,7 @@ def draw_race(slot, plain, spec) -> None:
     with slot.container():
         # Trusted HTML: built by specviz.teaching.race, with every character of text set through textContent.
         st.iframe(race_html(RACE_PROMPT, plain, spec), height=360)
-        st.caption(RACE_CAPTION)
+        st.caption(f"{RACE_CAPTION} {spread_sentence(plain, spec)}")
 
 
 def start_here() -> None:

@@ -6,6 +6,7 @@ import streamlit as st
 
 from specviz import charts
 from specviz.charts import lesson as lesson_charts
+from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW
 from specviz.core.engine import Generation
 from specviz.core.markup import md
 from specviz.core.settings import Settings
@@ -15,7 +16,7 @@ from specviz.teaching.stats import acceptance_by_position
 from specviz.teaching.text_view import text_html
 from ui.common import costs_for, models_or_stop, page_setup, question
 from ui.controls import valid_spec
-from ui.widgets import chart
+from ui.widgets import chart, table
 
 SOURCES = ("The lesson's example", "The sidebar's run")
 
@@ -93,9 +94,13 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
         if part == "text_before":
             st.html(text_html(trace, r.index))
         elif part == "draft":
-            st.dataframe(lesson_charts.draft_frame(r, vocab), hide_index=True)
+            table(lesson_charts.draft_frame(r, vocab))
         elif part == "verify":
-            st.dataframe(lesson_charts.verify_frame(r, trace.root(r), vocab), hide_index=True)
+            table(
+                lesson_charts.verify_frame(r, trace.root(r), vocab),
+                lesson_charts.VERIFY_HELP,
+                lesson_charts.VERIFY_VIEW,
+            )
         elif part == "check":
             check(step, r.positions[step.position], vocab, predict, i)
         elif part == "last":
@@ -107,9 +112,9 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
             chart(charts.kv_ledger(r), "lesson_kv")
         elif part == "text_after":
             st.html(text_html(trace, r.index + 1))
-            st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
+            table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
         elif part == "bonus_round":
-            st.dataframe(charts.candidate_frame(r, vocab), hide_index=True)
+            table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
             chart(charts.bonus_bars(r, vocab), "lesson_bonus")
         elif part == "totals":
             glossary_table(trace.rounds, settings.k, counts=True, timing=timing)

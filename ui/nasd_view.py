@@ -50,13 +50,11 @@ def nasd_view(session: Session) -> None:
     with right:
         chart(charts.growth_figure(states, r.number if r is not None else None), "nasd_growth")
     if r is not None:
-        c = st.columns(2, gap="large")
-        with c[0]:
-            st.markdown("**How the draft was made** (one storage lookup per drafted character)")
-            table(charts.lookups_frame(r, vocab))
-        with c[1]:
-            st.markdown("**What the storage learned after the round**")
-            table(charts.added_frame(r, states[-1]["effects"], vocab))
+        # One under the other, each the page's width: side by side at 1024 px, each had ~250 px for ~500
+        st.markdown("**How the draft was made** (one storage lookup per drafted character)")
+        table(charts.lookups_frame(r, vocab), charts.LOOKUPS_HELP)
+        st.markdown("**What the storage learned after the round**")
+        table(charts.added_frame(r, states[-1]["effects"], vocab), charts.ADDED_HELP)
         rounds = session.rounds[:cursor]
         chart(charts.drafts_figure(rounds, r.number), "nasd_drafts")
         with st.expander("Every draft so far"):

@@ -50,7 +50,7 @@ def sibling_tries(r: RoundRecord, vocab: list[str]) -> None:
                         help="A node whose children were tried one after another (the root is the last context "
                         "character).")  # fmt: skip
     st.caption(md(tries.tries_sentence(r, vocab, node, r.draft_sampling)))
-    table(tries.tries_frame(r, vocab, node), tries.HELP)
+    table(tries.tries_frame(r, vocab, node), tries.HELP, tries.VIEW)
 
 
 def pq_chart(r: RoundRecord, vocab: list[str], height: int | None = None) -> None:

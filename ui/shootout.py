@@ -70,6 +70,13 @@ def provenance(result) -> None:
                   f"interleaved runs, in {m['seconds']:.0f} s.") + spread)  # fmt: skip
 
 
+def results(rows: list[dict]) -> None:
+    """The bench rows in two tables that fit the page: how fast, and where the time went."""
+    table(charts.results_frame(rows, charts.SPEED), charts.RESULTS_HELP, charts.RESULTS_VIEW)
+    table(charts.results_frame(rows, charts.COST), charts.RESULTS_HELP, charts.RESULTS_VIEW)
+    st.caption(charts.RESULTS_LEGEND)
+
+
 def key(spec) -> tuple:
     s = spec.settings
     return spec.prompt, s.temperature, s.k, s.max_new_tokens, s.seed
@@ -78,7 +85,7 @@ def key(spec) -> tuple:
 def show(result) -> None:
     provenance(result)
     at_k = [r for r in result.rows if r["k"] == result.k]
-    table(charts.results_frame(at_k), charts.RESULTS_HELP, charts.RESULTS_VIEW)
+    results(at_k)
     c = st.columns(2)
     with c[0]:
         chart(charts.speedup_bars(at_k, f"Speedup, K={result.k}", "beside tokens per forward pass, the ideal"),
@@ -103,7 +110,7 @@ def show(result) -> None:
     st.caption("c: time to draft one token, v: time of one verification pass, both relative to one baseline "
                "forward pass, measured in this run. The model ignores the time spent accepting and recording.")  # fmt: skip
     with st.expander("Every K"):
-        table(charts.results_frame(result.rows), charts.RESULTS_HELP, charts.RESULTS_VIEW)
+        results(result.rows)
 
 
 def from_file() -> None:
@@ -120,7 +127,7 @@ def from_file() -> None:
         mine = [r for r in rows if r["temperature"] == T and r["impl"] == "specviz" and r["suite"] == "main"]
         if mine:
             chart(charts.speedup_bars(mine, upload.name[:120], f"T={T}, K={mine[0]['k']}"), f"file_{T}")
-    st.dataframe(charts.results_frame(rows), hide_index=True)
+    results(rows)
 
 
 def render() -> None:

@@ -30,13 +30,16 @@ def _numbers(column) -> bool:
                                 for v in values)  # fmt: skip
 
 
-def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None, height="auto") -> None:
+def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None, height="auto",
+          row_height: int | None = None) -> None:  # fmt: skip
     """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
-    columns first, and probabilities to 3 decimals. ``view``: column -> its header, width in pixels
-    and marks shown in place of its values, where a narrow table needs them (charts.checks_view).
+    columns first, and probabilities to 3 decimals. ``view``: column -> its header ("label"), width in
+    pixels ("width"), marks shown in place of its values where a narrow table needs them ("marks",
+    charts.checks_view), a number format other than 3 decimals ("format": "%.2f"), or the text a link
+    column shows ("link").
     A missing value reads NONE_MARK, explained in its column's help; a column is as wide as its
     header or its longest value, whichever is longer, so neither is cut. ``height``: st.dataframe's
-    (pixels: the rows past it scroll inside the table)."""
+    (pixels: the rows past it scroll inside the table); ``row_height``: pixels, for rows of wrapped text."""
     help, view = help or {}, view or {}
     frame = frame.copy()
     config = {}
@@ -45,22 +48,25 @@ def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | Non
         column = frame[name]
         if column.dtype.kind == "O" and _numbers(column):
             column = frame[name] = column.astype(float)
+        fmt = v.get("format", "%.3f")
         tip = help.get(name)
         if column.isna().any():
             tip = f"{tip} {NONE_HELP}" if tip else NONE_HELP
             if column.dtype.kind == "f":  # a number column shows NaN as "None": the numbers as text instead
-                column = frame[name] = column.map(lambda x: NONE_MARK if x != x else f"{x:.3f}")
+                column = frame[name] = column.map(lambda x, fmt=fmt: NONE_MARK if x != x else fmt % x)
             else:
                 column = frame[name] = column.map(lambda x: NONE_MARK if x is None or x != x else x)
         header = v.get("label") or str(name)
-        shown = (f"{x:.3f}" if column.dtype.kind == "f" else str(x) for x in column)
+        shown = (fmt % x if column.dtype.kind == "f" else str(x) for x in column)
         longest = max([len(header), *map(len, shown)])
         width = v.get("width") or min(MAX_PX, CHAR_PX * longest + PAD_PX)
         common = {"label": v.get("label"), "help": tip, "width": width, "pinned": name in PINNED or None}
-        if marks := v.get("marks"):  # a read-only select shows each value's mark; the data keeps the word
+        if link := v.get("link"):
+            config[name] = st.column_config.LinkColumn(display_text=link, **common)
+        elif marks := v.get("marks"):  # a read-only select shows each value's mark; the data keeps the word
             config[name] = st.column_config.SelectboxColumn(options=list(marks), format_func=marks.get, **common)
         elif column.dtype.kind == "f":
-            config[name] = st.column_config.NumberColumn(format="%.3f", **common)
+            config[name] = st.column_config.NumberColumn(format=fmt, **common)
         else:
             config[name] = st.column_config.Column(**common)
-    st.dataframe(frame, hide_index=True, column_config=config, height=height)
+    st.dataframe(frame, hide_index=True, column_config=config, height=height, row_height=row_height)

@@ -32,6 +32,7 @@ def speedup_figure(rows: list[dict]) -> go.Figure:
 
 TEMPERATURES = (0.0, 0.8)  # the bench's
 # Figures table: header -> the atlas_rows key ({T}: the temperature picked), its help, its width in px.
+# With METHOD_WIDTH and the link's OPEN_WIDTH, 536 px: the page's ~560 at 1024 px.
 FIGURES = {
     "α": ("α T={T}", "Acceptance rate: accepted / drafted tokens checked, at the temperature picked (K = 4).", 44),
     "τ": ("τ T={T}", "Tokens per target forward pass at the temperature picked (K = 4): the speedup if drafting "
@@ -39,14 +40,15 @@ FIGURES = {
     "speedup": ("speedup T={T}", "Measured: plain decoding's time over this method's, same prompts, same run, at "
                 "the temperature picked (K = 4).", 64),
     "auto K": ("speedup auto T={T}", "The speedup with adaptive K: the method's default configuration.", 56),
-    "cost c": ("draft cost c", "Draft cost c: the time to draft one token, in target forward passes (measured "
-               "at T = 0.8, whichever temperature is picked).", 52),
+    "c": ("draft cost c", "Draft cost c: the time to draft one token, in target forward passes (measured "
+          "at T = 0.8, whichever temperature is picked).", 40),
     "MB": ("memory MB", "Memory: what the method adds to plain decoding, its tables, heads, indices and caches, in "
-           "MB (whichever temperature is picked).", 52),
+           "MB (whichever temperature is picked).", 48),
 }  # fmt: skip
 FIGURE_HELP = {h: help for h, (_, help, _) in FIGURES.items()}
 FIGURE_WIDTHS = {h: width for h, (_, _, width) in FIGURES.items()}
 OPEN_HELP = "Its step page, on a preset that suits it."
+METHOD_WIDTH, OPEN_WIDTH = 180, 60  # px: "eagle3-tree (traversal)"; the link's text, "step"
 # Sources table: header -> help, width in px. Its rows wrap: every entry in three lines or fewer
 # in these widths (562 px in all: the page at 1024 px) fits SOURCES_ROW_HEIGHT.
 SOURCES = {
@@ -54,7 +56,7 @@ SOURCES = {
     "lossless": ("lossless: the output is distributed exactly as the target's. LOSSY: the rule trades that for "
                  "speed.", 62),
     "draft from": ("Where the draft comes from.", 220),
-    "paper": ("The paper or seed it follows.", 174),
+    "paper": ("The paper or blog post it follows.", 174),
 }  # fmt: skip
 SOURCES_ROW_HEIGHT = 66  # px: three lines; Streamlit wraps text only in rows taller than 4rem
 SOURCE_HELP = {h: help for h, (help, _) in SOURCES.items()}

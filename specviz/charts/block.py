@@ -32,7 +32,7 @@ HELP = {
 }
 SUMS = (
     "Token-wise: Σ over positions of Π min(1, p/q) up to it. Block: Σ_j j·h_j·Π_(l>j)(1 − h_l). Both are "
-    "this draft's expectations over the draws; τ is what block verification's draws gave."
+    "this draft's expectations over the draws; what block verification kept is what its draws gave."
 )
 EXPLAIN = (
     "Block verification is lossless too, and on average it never keeps fewer tokens than token-wise verification "
@@ -61,6 +61,33 @@ def block_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+# The checks table beside the text (~300 px at 1024 px): what decided each position under block
+# verification; the full table, both rules side by side (block_frame), is the block panel's, at full width.
+CHECK_COLUMNS = ["depth", "token", "q(x)", "p(x)", "h", "η", "result"]
+CHECK_HELP = {
+    "depth": "d, the depth: the token's position in the draft; 1 is the first drafted character.",
+    "token": "x, the drafted character.",
+    "q(x)": HELP["q(x)"],
+    "p(x)": HELP["p(x)"],
+    "h": HELP["h"],
+    "η": HELP["η"],
+    "result": "✔ kept, ✘ not kept: block verification keeps the longest prefix whose draw passed (η < h); the "
+    "block panel below scores the same draft token-wise too.",
+}
+# The full table's short headers and widths (pixels), for the panel's ~670 px at 1024 px
+VIEW = {"depth": {"label": "d", "width": 32}, "token": {"label": "x", "width": 28}, "p(x)": {"width": 52},
+        "q(x)": {"width": 52}, "min(1, p/q)": {"width": 96}, "P(tw keeps)": {"width": 96}, "w": {"width": 52},
+        "h": {"width": 52}, "η": {"width": 52}, "block keeps": {"width": 96}}  # fmt: skip
+
+
+def checks_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
+    """One row per drafted position of a block-verified round: what decided it under block verification."""
+    n = r.verify_notes
+    return pd.DataFrame([{"depth": p.depth, "token": label(vocab, p.token), "q(x)": p.q_x, "p(x)": p.p_x,
+                          "h": n["stops"][i], "η": n["etas"][i], "result": "accepted" if i < n["tau"] else "rejected"}
+                         for i, p in enumerate(r.positions)], columns=CHECK_COLUMNS)  # fmt: skip
+
+
 def both_rules(r: RoundRecord) -> dict:
     """This draft's expected accepted tokens under each rule, and what block verification kept."""
     e = r.verify_notes["expected_accepted"]
@@ -68,10 +95,10 @@ def both_rules(r: RoundRecord) -> dict:
 
 
 def summary(r: RoundRecord) -> str:
-    """The panel's sentence: this draft's expected kept tokens under both rules, and τ (markdown)."""
+    """The panel's sentence: this draft's expected kept tokens under both rules, and what block kept (markdown)."""
     both = both_rules(r)
     return (f"**The same draft, verified both ways.** Expected kept tokens: **{both['lossless']:.2f}** "
-            f"token-wise, **{both['block']:.2f}** with block verification, which kept τ = **{both['tau']}** "
+            f"token-wise, **{both['block']:.2f}** with block verification, which kept **{both['tau']}** "
             "this time.")  # fmt: skip
 
 
@@ -89,5 +116,5 @@ def block_figure(r: RoundRecord, vocab: list[str]) -> go.Figure:
     ]  # fmt: skip
     both = both_rules(r)
     title = (f"This draft under both rules<br><sub>expected kept: {both['lossless']:.2f} token-wise, "
-             f"{both['block']:.2f} block; block kept τ = {both['tau']} this time</sub>")  # fmt: skip
+             f"{both['block']:.2f} block; block kept {both['tau']} this time</sub>")  # fmt: skip
     return probability_figure(data, title, "draft position: token")

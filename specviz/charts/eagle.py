@@ -1,5 +1,7 @@
 """EAGLE's charts: what the head read in a round, and acceptance by draft depth per head."""
 
+import re
+
 import plotly.graph_objects as go
 
 from specviz.charts.distributions import label
@@ -28,14 +30,23 @@ def features_heatmap(r: RoundRecord, vocab: list[str]) -> go.Figure:
     layers = ", ".join(map(str, n.get("layers", [])))
     what = f"fused features of blocks {layers}" if len(n.get("layers", [])) > 1 else f"the top feature, block {layers}"
     title = f"What the {n.get('head', 'EAGLE')} head read<br><sub>{what}; first {dims} of {n.get('width', '?')} dimensions</sub>"
-    # A short bar: three ticks, its title beside it, so its labels never crowd each other
-    bar = {"title": {"text": "value", "side": "right"}, "thickness": 14, "len": 1, "nticks": 3}
+    # Three ticks, set here: the lowest, 0 and the highest value the scale shows (plotly's own choice gave a
+    # short bar one tick); the scale is symmetric about 0, so the ends are the largest magnitude either way.
+    top = max((abs(v) for row in values for v in row), default=1.0) or 1.0
+    bar = {"title": {"text": "value", "side": "right"}, "thickness": 14, "len": 1, "tickvals": [-top, 0, top],
+           "ticktext": [f"{-top:.2g}", "0", f"{top:.2g}"]}  # fmt: skip
     data = [{"type": "heatmap", "z": values, "y": names, "x": list(range(dims)), "colorscale": "RdBu",
-             "zmid": 0, "colorbar": bar,
+             "zmin": -top, "zmax": top, "colorbar": bar,
              "hovertemplate": "%{y}<br>dimension %{x}: %{z:.3f}<extra></extra>"}]  # fmt: skip
-    return figure(data, {"title": {"text": title}, "height": 150 + 22 * len(rows),
+    return figure(data, {"title": {"text": title}, "height": max(260, 150 + 22 * len(rows)),  # room for 3 ticks
                          "margin": {"l": 10, "r": 10, "t": 40, "b": 30}, "xaxis": {"title": {"text": "dimension"}},
                          "yaxis": {"autorange": "reversed", "automargin": True}})  # fmt: skip
+
+
+def conditions_text(conditions: str) -> str:
+    """The measurement's conditions as a caption: its random seed named as the knob it is ("seed = 0"),
+    never as "seed 0", which reads like a project's internal name."""
+    return re.sub(r"\bseed (\d+)", r"random seed = \1", conditions)
 
 
 def depth_figure(measured: dict, temperature: float) -> go.Figure:
@@ -51,6 +62,6 @@ def depth_figure(measured: dict, temperature: float) -> go.Figure:
     if not data:
         return nothing(f"Acceptance by draft depth ({when})", "Nothing measured at this temperature.")
     return figure(data, {"title": {"text": f"Acceptance by draft depth<br><sub>{when}, K = {len(data[0]['x'])}</sub>"},
-                         "barmode": "group", "height": 300, "margin": {"l": 40, "r": 10, "t": 40, "b": 30},
+                         "barmode": "group", "height": 300, "margin": {"l": 40, "r": 10, "t": 80, "b": 30},
                          "xaxis": {"title": {"text": "draft depth"}, "dtick": 1},
                          "yaxis": {"title": {"text": "accepted / tried"}, "range": [0, 1.05]}})  # fmt: skip

@@ -28,7 +28,9 @@ def _wrap_line(line: str, limit: int) -> list[str]:
 
 
 def wrap(title: str) -> str:
-    """``title``'s lines (<br>) broken at spaces to fit a 300 px column; a <sub> line stays <sub>."""
+    """``title``'s lines (<br>) broken at spaces to fit a 300 px column; a <sub> line stays <sub>, and so
+    does each line of a <sub> that holds a <br>."""
+    title = re.sub(r"<sub>(.*?)</sub>", lambda m: "<sub>" + m[1].replace("<br>", "</sub><br><sub>") + "</sub>", title)
     lines = []
     for line in title.split("<br>"):
         sub = line.startswith("<sub>") and line.endswith("</sub>") and line.count("<sub>") == 1

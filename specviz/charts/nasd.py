@@ -97,6 +97,23 @@ def growth_figure(states: list[dict], current: int | None = None) -> go.Figure:
     return finish(fig)
 
 
+LOOKUPS_HELP = {
+    "step": "The lookup's order: one per drafted character.",
+    "context": "The last n − 1 characters, looked up in the storage.",
+    "known": "Whether the storage holds this context.",
+    "draft": "The character the lookup proposed.",
+    "how": "Why that character: the context's most frequent continuation, or the filler (the commonest "
+    "character) where the context is unknown, or the draft's end.",
+    "verification": "What the target's check made of it.",
+}
+ADDED_HELP = {
+    "context": "The n − 1 characters before the counted character.",
+    "next token": "The character counted after that context.",
+    "source": "Where the count came from: an emitted character, or one of the target's top alternatives.",
+    "effect": "What the count changed in the storage.",
+}
+
+
 def added_frame(r: RoundRecord, effects: list[str], vocab: list[str]) -> pd.DataFrame:
     """What the round taught the storage, one row per count added."""
     added = r.drafter_update.get("added", [])

@@ -25,17 +25,33 @@ def _layout(title: str, x: str, y: str, sub: str | None = None, **kw) -> dict:
             "legend": {"orientation": "h", "y": -0.25}, **kw}  # fmt: skip
 
 
-# The results table's short headers (the page at 1024 px leaves it ~560 px), each spelt out in its help.
-RESULTS_VIEW = {"verification": {"label": "rule"}, "tokens / forward": {"label": "τ"}, "acceptance α": {"label": "α"},
-                "tokens / s": {"label": "tok/s"}, "wall s": {"label": "s"}, "speedup": {"label": "×"},
-                "vs baseline (sign test)": {"label": "sign test"}, "draft cost c": {"label": "c"},
-                "greedy = baseline": {"label": "= plain"}}  # fmt: skip
+# The results, as two tables that each fit the page at 1024 px (~560 px) without scrolling sideways:
+# how fast each run was (SPEED), and where its time went (COST). The drafter's name carries its rule
+# when that is not the lossless one. Short headers, each spelt out in RESULTS_HELP; widths in pixels.
+SPEED = ["drafter", "temperature", "k", "tokens_per_forward", "acceptance_rate", "tokens_per_s", "speedup", "verdict"]
+COST = ["drafter", "k", "seconds", "fraction_of_ideal", "draft_cost", "same_as_baseline"]
+RESULTS_VIEW = {"drafter": {"width": 140}, "T": {"width": 40, "format": "%.1f"}, "K": {"width": 32},
+                "tokens / forward": {"label": "τ", "width": 48, "format": "%.2f"},
+                "acceptance α": {"label": "α", "width": 48, "format": "%.2f"},
+                "tokens / s": {"label": "tok/s", "width": 60, "format": "%.0f"},
+                "wall s": {"label": "s", "width": 56}, "speedup": {"label": "×", "width": 48, "format": "%.2f"},
+                "vs baseline (sign test)": {"label": "sign test", "width": 84},
+                "of ideal": {"width": 64, "format": "%.2f"}, "draft cost c": {"label": "c", "width": 48, "format": "%.2f"},
+                "greedy = baseline": {"label": "= plain", "width": 64}}  # fmt: skip
+# The short headers in words, under the tables (a projector's audience sees no tooltips)
+RESULTS_LEGEND = ("T: temperature. K: draft length. τ: tokens per target forward pass. α: acceptance rate, accepted "
+                  "/ drafted tokens checked. tok/s: tokens per second. ×: speedup over plain decoding. sign test: "
+                  "faster, slower or a tie over the repeats. s: wall-clock seconds. of ideal: the speedup over τ. c: "
+                  "draft cost, one drafted token's time in target forward passes. = plain: at T = 0, the same text "
+                  "as plain decoding.")  # fmt: skip
 RESULTS_HELP = {
-    "verification": "The verification rule.", "T": "Temperature.", "K": "Draft length.",
+    "drafter": "The drafter, and its verification rule in brackets when it is not the lossless one.",
+    "T": "Temperature.", "K": "Draft length.",
     "tokens / forward": "τ: tokens per target forward pass.", "acceptance α": "α: accepted / drafted tokens checked.",
     "tokens / s": "Tokens per second.", "wall s": "Wall-clock seconds of the run.",
     "speedup": "Speedup: plain decoding's time over this run's.",
-    "vs baseline (sign test)": "Faster or slower than plain decoding, by a sign test over the repeats.",
+    "vs baseline (sign test)": "Faster or slower than plain decoding, by a sign test over the repeats (tie: "
+    "no difference the repeats can tell).",
     "of ideal": "The speedup as a fraction of τ, the speedup if drafting and verifying were free.",
     "draft cost c": "c: the time to draft one token, in target forward passes.",
     "greedy = baseline": "At T = 0: whether the text equals plain decoding's.",
@@ -80,9 +96,17 @@ def name(row: dict) -> str:
     return plotly_text(row["drafter"] if rule == "lossless" else f"{row['drafter']} ({rule})")
 
 
-def results_frame(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame([{COLUMNS[c]: r.get(c, "lossless" if c == "verification" else None) for c in COLUMNS}
-                         for r in rows], columns=list(COLUMNS.values()))  # fmt: skip
+def results_frame(rows: list[dict], keys: list[str] | None = None) -> pd.DataFrame:
+    """The rows under COLUMNS' headers: the ``keys`` asked for (SPEED, COST; default every column)."""
+    keys = keys or list(COLUMNS)
+    out = []
+    for r in rows:
+        rule = r.get("verification") or "lossless"
+        row = {COLUMNS[c]: r.get(c, "lossless" if c == "verification" else None) for c in keys}
+        if "verification" not in keys and rule != "lossless":
+            row["drafter"] = f"{r['drafter']} ({rule})"
+        out.append(row)
+    return pd.DataFrame(out, columns=[COLUMNS[c] for c in keys])
 
 
 def rules_frame(rules: list[dict], rule: str = "block") -> pd.DataFrame:

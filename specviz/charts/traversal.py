@@ -62,12 +62,14 @@ def traversal_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-CHECK_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "α", "u", "result"]
+# The checks table beside the text (~300 px at 1024 px): what decided each node, α against u. The
+# path's ratios are the traversal panel's table, at full width.
+CHECK_COLUMNS = ["depth", "token", "q(x)", "p(x)", "α", "u", "result"]
 CHECK_HELP = {
-    "depth": "Position in the draft: 1 is the first drafted character.",
+    "depth": "d, the depth: position in the draft; 1 is the first drafted character.",
+    "token": "x, the drafted character.",
     "q(x)": "The drafter's probability of the candidate (1 for a fixed guess).",
     "p(x)": "The parent's row when the node was entered: the target's, or what rejected siblings left.",
-    "p/q": "The token's own ratio; the path's ratio multiplies these (see the traversal table).",
     "α": "The probability of accepting the whole path to this node when it was tried.",
     "u": "The uniform draw: accept when u < α. None when there was nothing to draw.",
     "result": "Accepted, or rejected; tried in traversal order, leaves first. The accepted node's ancestors come "
@@ -78,7 +80,7 @@ CHECK_HELP = {
 def checks_frame(r: RoundRecord, vocab: list[str]) -> pd.DataFrame:
     """The drafted nodes tried, in traversal order, with α (not min(1, p/q)) as the acceptance probability."""
     return pd.DataFrame([{"depth": p.depth, "token": label(vocab, p.token), "q(x)": p.q_x, "p(x)": p.p_x,
-                          "p/q": p.ratio, "α": p.accept_prob, "u": p.u,
+                          "α": p.accept_prob, "u": p.u,
                           "result": "accepted" if p.accepted else "rejected"} for p in r.positions],
                         columns=CHECK_COLUMNS)  # fmt: skip
 

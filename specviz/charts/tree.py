@@ -233,10 +233,12 @@ def mask_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Figure:
         fig.add_shape(type="rect", x0=-0.5, x1=n - 0.5, y0=i - 0.5, y1=i + 0.5, line=dict(color=ACCEPTED, width=3),
                       name="accepted path")  # fmt: skip
     font = MIN_FONT
+    # its title 14 px under the figure's top: anchored at the top itself, its first line rose 5 px out of it
+    height = min(1000, max(340, 18 * n + 175))
     kind = "Tree attention mask" if r.tree_mask is not None else "Causal mask (this draft is a chain)"
-    fig.update_layout(title=dict(text=f"{kind}<br><sub>blue: may attend; ✓ outlined rows: the accepted path</sub>",
-                                 yref="container", y=1, yanchor="top", pad=dict(t=10)),  # above the top ticks
-                      height=min(1000, max(340, 18 * n + 175)), margin=dict(l=10, r=10, t=130, b=10),
+    fig.update_layout(title=dict(text=f"{kind}<br><sub>blue: may attend; ✓ rows: accepted path</sub>",
+                                 yref="container", y=1 - 14 / height, yanchor="top"),  # above the top ticks
+                      height=height, margin=dict(l=10, r=10, t=130, b=10),
                       xaxis=dict(tickvals=list(range(n)), ticktext=labels, side="top", tickfont=dict(size=font)),
                       yaxis=dict(tickvals=list(range(n)), ticktext=rows, autorange="reversed", tickfont=dict(size=font)))  # fmt: skip
     return finish(fig)
@@ -261,14 +263,13 @@ def kv_gather_figure(r: RoundRecord, vocab: list[str], root_token: int) -> go.Fi
     fig.add_scatter(x=after, y=[0] * len(after), mode="markers+text", name="after gather",
                     text=[labels[i - r.kv_before] for i in kept], textfont=dict(color="white", size=14),
                     marker=dict(symbol="square", size=26, color=ACCEPTED), hovertemplate="cache index %{x}<extra>kept</extra>")  # fmt: skip
-    fig.add_annotation(x=r.kv_before - 0.6, y=0.5, xanchor="right", showarrow=False,
-                       text=f"entries 0…{r.kv_before - 1}:<br>earlier context, kept")  # fmt: skip
     how = "gather" if r.tree_mask is not None else "trim"
     title = (f"KV cache: verification wrote {len(written)} entries ({r.kv_before}…{r.kv_after_verify - 1})<br><sub>"
-             f"one per token of the row above; the {how} keeps<br>the root and the {r.n_accepted} accepted → "
+             f"one per token of the row above; the {how} keeps the root and the {r.n_accepted} accepted → "
              f"{r.kv_after_trim} entries</sub>")  # fmt: skip
     fig.update_layout(title=title, height=300, margin=dict(l=10, r=10, t=85, b=10), plot_bgcolor="white",
-                      legend=dict(orientation="h", y=-0.4), xaxis=dict(title="cache index",
-                      range=[r.kv_before - 4, r.kv_after_verify], dtick=1 if len(written) <= 24 else 5),
+                      legend=dict(orientation="h", y=-0.4),
+                      xaxis=dict(title=f"cache index (0…{r.kv_before - 1}: earlier context, kept)",
+                      range=[r.kv_before - 1.5, r.kv_after_verify], dtick=1 if len(written) <= 24 else 5),
                       yaxis=dict(tickvals=[0, 1], ticktext=["after gather", "after verify"], range=[-0.5, 1.5]))  # fmt: skip
     return finish(fig)

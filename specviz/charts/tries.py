@@ -23,9 +23,16 @@ HELP = {
     "p(x)": "The target's probability of the child: after a rejected sibling, the residual's.",
     "min(1, p/q)": "Probability of accepting this child.",
     "u": "The uniform draw: accept when u < min(1, p/q). None at temperature 0.",
+    "token": "x, the child's drafted character.",
+    "result": "✔ accepted, ✘ rejected (the next child, or the correction, is then tried against the residual).",
     "residual left": "After a rejection, what the next child (or the correction) is tried against: "
     "norm(max(p − q, 0)), its three likeliest tokens.",
 }
+
+# Short headers and widths (pixels): the table fits the page's ~670 px at 1024 px.
+VIEW = {"try": {"width": 40}, "node": {"width": 52}, "token": {"label": "x", "width": 28}, "q(x)": {"width": 52},
+        "p(x)": {"width": 52}, "min(1, p/q)": {"width": 96}, "u": {"width": 52},
+        "result": {"width": 60, "marks": {"accepted": "✔", "rejected": "✘"}}, "residual left": {"width": 200}}  # fmt: skip
 
 
 def parent_of(r: RoundRecord, node: int) -> int:

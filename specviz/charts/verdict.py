@@ -28,7 +28,10 @@ RESULT_MARKS = {"accepted": "✔", "rejected": "✘"}
 CANDIDATE_VIEW = {"depth": {"label": "d", "width": 32}, "token": {"label": "x", "width": 28},
                   "result": {"width": 56, "marks": RESULT_MARKS}, "q(x)": {"width": 44}, "p(x)": {"width": 44},
                   "p/q": {"width": 52}, "u": {"width": 44}}  # fmt: skip
-TABLES = {"block": (block.block_frame, block.HELP)}  # rule -> (table of the checks, column help)
+# A narrow table's view: the candidate table's short headers and widths, for the columns it shares.
+NARROW_VIEW = CANDIDATE_VIEW | {"h": {"width": 44}, "η": {"width": 44}, "α": {"width": 44}}
+# rule -> (table of the checks, column help); every such table fits the candidate table's ~300 px
+TABLES = {"block": (block.checks_frame, block.CHECK_HELP)}
 TABLES |= {rule: (traversal.checks_frame, traversal.CHECK_HELP) for rule in traversal.RULES}
 
 
@@ -44,7 +47,7 @@ def checks_help(r: RoundRecord) -> dict[str, str]:
 def checks_view(r: RoundRecord) -> dict[str, dict]:
     """Column name -> how to show it where it is not the default: a header ("label"), a width in
     pixels ("width"), marks shown in place of its values ("marks")."""
-    return {} if r.verify_notes.get("rule") in TABLES else CANDIDATE_VIEW
+    return NARROW_VIEW if r.verify_notes.get("rule") in TABLES else CANDIDATE_VIEW
 
 
 def same_draft(r: RoundRecord) -> dict | None:

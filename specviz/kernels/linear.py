@@ -37,26 +37,60 @@ _SYMBOLS = {torch.float32: "linear_rows_f32", torch.float64: "linear_rows_f64"}
 class Linear:
     """An nn.Linear's weight and bias, copied, for the lean pass. Called on x (N, in): the kernel for
     any N where it is built (a width short of whole panels padded with zero columns, never
-    returned), else torch.addmm. No autograd: the lean pass runs under no_grad."""
+    returned), else torch.addmm. No autograd: the lean pass runs under no_grad.
 
-    __slots__ = ("bias", "weight_t", "panels", "padded_bias", "fn", "n_in", "n_out", "width")
+    The kernel is looked up at the first call (or the first read of ``fn``, ``width``, ``panels``), not
+    when the layer is made: on a machine's first start the kernels are still being built then
+    (native.prepare_in_background), and a page that makes a run draws it without waiting for them."""
+
+    __slots__ = ("bias", "weight_t", "_panels", "_padded_bias", "_fn", "n_in", "n_out", "_width", "_resolved")
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor):
         self.bias = bias.detach().clone().contiguous()  # (out,)
         self.weight_t = weight.detach().t().contiguous()  # (in, out), as addmm wants it
         self.n_in, self.n_out = self.weight_t.shape
+        self._resolved = False
+
+    def _resolve(self) -> None:
+        """Find the kernel (waiting for its build, if one runs) and lay the weight out in its panels, once."""
+        if self._resolved:
+            return
         lib, dtype = kernel(), self.weight_t.dtype
         # a panel's columns: 2 vectors (linear.cpp), 16 floats with AVX2, 32 with AVX-512
         panel = lib.linear_panel_bytes() // self.weight_t.element_size() if lib is not None else 1
-        self.fn = getattr(lib, _SYMBOLS[dtype]) if lib is not None and dtype in _SYMBOLS else None
-        self.panels = self.padded_bias = None  # (width / panel, in, panel): each panel's rows contiguous
-        self.width = -(-self.n_out // panel) * panel  # whole panels: lm_head's 65 columns take 80 (96), zeros past 65
-        if self.fn is not None and self.weight_t.device.type == "cpu":
-            pad = self.width - self.n_out
-            self.panels = F.pad(self.weight_t, (0, pad)).view(self.n_in, -1, panel).transpose(0, 1).contiguous()
-            self.padded_bias = F.pad(self.bias, (0, pad))  # (width,)
+        fn = getattr(lib, _SYMBOLS[dtype]) if lib is not None and dtype in _SYMBOLS else None
+        self._panels = self._padded_bias = None  # (width / panel, in, panel): each panel's rows contiguous
+        self._width = -(-self.n_out // panel) * panel  # whole panels: lm_head's 65 columns take 80 (96), zeros past 65
+        if fn is not None and self.weight_t.device.type == "cpu":
+            pad = self._width - self.n_out
+            self._panels = F.pad(self.weight_t, (0, pad)).view(self.n_in, -1, panel).transpose(0, 1).contiguous()
+            self._padded_bias = F.pad(self.bias, (0, pad))  # (width,)
         else:
-            self.fn = None
+            fn = None
+        self._fn = fn
+        self._resolved = True  # last: another thread reading the fields meanwhile resolves them itself
+
+    @property
+    def fn(self):
+        """The kernel's entry point for this dtype, or None (torch.addmm)."""
+        self._resolve()
+        return self._fn
+
+    @property
+    def width(self) -> int:
+        """Output columns as computed: n_out rounded up to whole panels."""
+        self._resolve()
+        return self._width
+
+    @property
+    def panels(self) -> torch.Tensor | None:
+        self._resolve()
+        return self._panels
+
+    @property
+    def padded_bias(self) -> torch.Tensor | None:
+        self._resolve()
+        return self._padded_bias
 
     @classmethod
     def of(cls, lin: torch.nn.Linear) -> "Linear":
@@ -65,11 +99,12 @@ class Linear:
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         """(N, in) -> (N, out)"""
         N = x.size(0)
-        if self.fn is None or x.shape != (N, self.n_in) or x.dtype != self.weight_t.dtype or not x.is_cpu:
+        self._resolve()
+        if self._fn is None or x.shape != (N, self.n_in) or x.dtype != self.weight_t.dtype or not x.is_cpu:
             return torch.addmm(self.bias, x, self.weight_t)  # which also says what is wrong with x, if anything
         x = x.contiguous()
-        y = torch.empty(N, self.width, dtype=x.dtype)
-        self.fn(
-            x.data_ptr(), N, x.size(1), self.panels.data_ptr(), self.width, self.padded_bias.data_ptr(), y.data_ptr()
+        y = torch.empty(N, self._width, dtype=x.dtype)
+        self._fn(
+            x.data_ptr(), N, x.size(1), self._panels.data_ptr(), self._width, self._padded_bias.data_ptr(), y.data_ptr()
         )
-        return y if self.width == self.n_out else y[:, : self.n_out]  # (N, out), a view past whole panels
+        return y if self._width == self.n_out else y[:, : self.n_out]  # (N, out), a view past whole panels

@@ -9,7 +9,7 @@ the speedup are the measured ones, not the slowed ones.
 """
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.core.engine import Generation
@@ -27,6 +27,7 @@ class Lane:
     times: list[float]  # seconds from the start at which each emitted token appeared
     pieces: list[str]  # per emitted token, its text (Trace.vocab), in order
     kinds: list[str]  # per token: "plain", "accepted", "correction" or "bonus"
+    runs: list[float] = field(default_factory=list)  # seconds of each repeat, in the order run; this lane is the median
 
     @property
     def chars(self) -> str:
@@ -65,12 +66,33 @@ def race(target, prompt: list[int], settings: Settings, draft_model=None, repeat
     for _ in range(repeats):
         runs["plain"].append(Generation(target, prompt, plain_settings).run())
         runs["spec"].append(Generation(target, prompt, settings, draft_model, costs=costs).run())
-    picked = {}
+    picked, seconds = {}, {}
     for name, traces in runs.items():
-        middle = statistics.median_low([_seconds(t) for t in traces])
+        seconds[name] = [_seconds(t) for t in traces]
+        middle = statistics.median_low(seconds[name])
         picked[name] = next(t for t in traces if _seconds(t) == middle)
     k = f"K ≤ {settings.k}, adaptive" if settings.k_auto else f"K = {settings.k}"
-    return lane(picked["plain"], "Plain decoding"), lane(picked["spec"], f"Speculative: {settings.drafter}, {k}")
+    plain = lane(picked["plain"], "Plain decoding")
+    spec = lane(picked["spec"], f"Speculative: {settings.drafter}, {k}")
+    plain.runs, spec.runs = seconds["plain"], seconds["spec"]
+    return plain, spec
+
+
+def spread(plain: Lane, spec: Lane) -> tuple[float, float] | None:
+    """The lowest and highest speedup of the race's repeats, each plain run over the speculative run
+    made right after it (interleaved: the machine's load reaches both alike); None without repeats."""
+    ratios = [a / b for a, b in zip(plain.runs, spec.runs, strict=True) if b > 0]
+    return (min(ratios), max(ratios)) if ratios else None
+
+
+def spread_sentence(plain: Lane, spec: Lane) -> str:
+    """The race's run-to-run spread in words, for the caption under it ("" without repeats)."""
+    if (lo_hi := spread(plain, spec)) is None:
+        return ""
+    plain_ms, spec_ms = (", ".join(f"{x * 1000:.0f}" for x in ln.runs) for ln in (plain, spec))
+    return (f"Its {len(plain.runs)} runs, measured just now on this machine: plain {plain_ms} ms, speculative "
+            f"{spec_ms} ms; run by run, {lo_hi[0]:.2f}× to {lo_hi[1]:.2f}× as fast. That range is the run-to-run "
+            "spread here and now; the atlas's stored figures come from other prompts, and maybe another CPU.")  # fmt: skip
 
 
 def race_html(prompt_text: str, plain: Lane, spec: Lane) -> str:
@@ -78,7 +100,9 @@ def race_html(prompt_text: str, plain: Lane, spec: Lane) -> str:
     REPLAY_SECONDS, with a Race again button. Text is set through textContent only."""
     slow = REPLAY_SECONDS / max(plain.seconds, 1e-9)
     same = "the same characters" if plain.chars == spec.chars else "different draws from the same distribution"
-    data = {"prompt": prompt_text, "slow": slow, "lanes": [vars(plain), vars(spec)], "same": same}
+    lo_hi = spread(plain, spec)
+    span = f" (its {len(plain.runs)} runs: {lo_hi[0]:.2f}× to {lo_hi[1]:.2f}×)" if lo_hi else ""
+    data = {"prompt": prompt_text, "slow": slow, "lanes": [vars(plain), vars(spec)], "same": same, "span": span}
     return PAGE.replace("__DATA__", script_json(data))
 
 
@@ -94,15 +118,16 @@ body { margin: 0; font-family: system-ui, sans-serif; }
 .accepted { background: #C7EBDF; text-decoration: underline solid #00664A 2px; }
 .correction { background: #FBE6BF; }
 .bonus { background: #D5ECFA; text-decoration: underline double #004C77; }
-.bar { display: flex; gap: 12px; align-items: center; margin-top: 8px; font-size: 15px; }
+.bar { display: flex; gap: 12px; align-items: center; margin-bottom: 8px; font-size: 15px; min-height: 2.6em; }
 button { font-size: 15px; padding: 6px 14px; white-space: nowrap; }
 button:focus-visible { outline: 3px solid #0072B2; outline-offset: 2px; }
 </style>
+<!-- the result line above the lanes: under them it fell below a 1024x768 screen's edge -->
+<div class="bar"><button id="go">Race again</button><span id="note" aria-live="polite"></span></div>
 <div class="race">
   <div class="lane"><h3 id="h0"></h3><div class="stats" id="s0"></div><div class="text" id="t0"></div></div>
   <div class="lane"><h3 id="h1"></h3><div class="stats" id="s1"></div><div class="text" id="t1"></div></div>
 </div>
-<div class="bar"><button id="go">Race again</button><span id="note" aria-live="polite"></span></div>
 <script>
 const D = __DATA__;
 let start = null, shown = [0, 0];
@@ -143,7 +168,7 @@ function frame(now) {
   else {
     const a = D.lanes[0].times.at(-1), b = D.lanes[1].times.at(-1);
     document.getElementById("note").textContent = "Measured: plain " + (a * 1000).toFixed(0) + " ms, speculative "
-      + (b * 1000).toFixed(0) + " ms: " + (a / b).toFixed(2) + "x as fast, and " + D.same + ".";
+      + (b * 1000).toFixed(0) + " ms: " + (a / b).toFixed(2) + "× as fast" + D.span + ", and " + D.same + ".";
   }
 }
 function go() { reset(); start = null; requestAnimationFrame(frame); }

@@ -1,5 +1,7 @@
 """The app starts, shows the models, and renders a sample as plain text."""
 
+import re
+
 import streamlit as st
 from conftest import app_test, shown
 
@@ -37,4 +39,12 @@ def test_home_is_drawn_before_the_race_is_timed(monkeypatch):
     assert [i.value for i in at.info] == [ui.home.TIMING_NOTE] and not at.caption
     monkeypatch.undo()
     at.run()
-    assert not at.exception and not at.info and at.caption[0].value == ui.home.RACE_CAPTION
+    assert not at.exception and not at.info and at.caption[0].value.startswith(ui.home.RACE_CAPTION)
+    # the race's run-to-run spread: its 3 runs of each lane, and the lowest and highest speedup between them
+    spread = re.search(r"Its 3 runs, measured just now on this machine: plain (\d+), (\d+), (\d+) ms, speculative "
+                       r"(\d+), (\d+), (\d+) ms; run by run, ([\d.]+)× to ([\d.]+)× as fast", at.caption[0].value)  # fmt: skip
+    assert spread, at.caption[0].value
+    plain, spec = [int(x) for x in spread.groups()[:3]], [int(x) for x in spread.groups()[3:6]]
+    ratios = [a / b for a, b in zip(plain, spec, strict=True)]
+    lo, hi = float(spread[7]), float(spread[8])
+    assert lo <= hi and abs(lo - min(ratios)) < 0.05 * lo + 0.02 and abs(hi - max(ratios)) < 0.05 * hi + 0.02

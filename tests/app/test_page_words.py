@@ -71,3 +71,35 @@ def test_exactness_results_words():
     at.button(key="ex_run").click().run()
     assert not at.exception, at.exception
     check_words(at)
+
+
+def _method_runs() -> list[tuple[str, dict]]:
+    """Every method that draws a panel of its own, from the registries: each drafter on its preset, each
+    verifier with a panel on the trigram drafter at T = 0.8. A method added later is checked too."""
+    from specviz.drafters import REGISTRY
+    from specviz.verifiers import VERIFIERS
+
+    runs = [("pages/step.py", {"drafter": d, "preset": c.preset}) for d, c in REGISTRY.items() if c.panels]
+    runs += [("pages/step.py", {"drafter": "trigram", "verification": v, "temperature": "0.8"})
+             for v, c in VERIFIERS.items() if c.panels]  # fmt: skip
+    runs += [("pages/tree.py", {"drafter": d, "preset": c.preset}) for d, c in REGISTRY.items() if c.tree][:2]
+    return runs + [("pages/nasd.py", {"drafter": "nasd", "preset": "Repetitive"})]
+
+
+@pytest.mark.parametrize(
+    ("page", "query"), _method_runs(), ids=lambda x: x if isinstance(x, str) else "-".join(x.values())
+)
+def test_method_panels_words(page, query):
+    """Each method's panels after two rounds: what a class reads there passes the same checks."""
+    at = open_page(page, query, timeout=300)
+    for _ in range(2):
+        at.button(key="nav_next").click().run()
+        assert not at.exception, at.exception
+    check_words(at)
+
+
+def test_shootout_results_words():
+    at = open_page("pages/shootout.py", {"max_new_tokens": "8", "k": "2"}, timeout=600)
+    at.button(key="shootout_run").click().run()
+    assert not at.exception, at.exception
+    check_words(at)

@@ -18,15 +18,16 @@ def test_page_runs_the_shootout_and_keeps_it():
     at.toggle(key="shootout_full").set_value(True).run()
     at.button(key="shootout_run").click().run()
     assert not at.exception, at.exception
-    table = at.dataframe[0].value
+    table, cost = at.dataframe[0].value, at.dataframe[1].value  # how fast; where the time went
     assert list(table["drafter"]) == list(DRAFTERS) and set(table["K"]) == {2}
+    assert list(cost["drafter"]) == list(DRAFTERS) and "draft cost c" in cost.columns
     n_charts = len(at.get("plotly_chart"))
     at.run()  # a rerun shows the kept result without measuring again
     assert len(at.get("plotly_chart")) == n_charts == 7
-    rules = at.dataframe[1].value  # both tau per chain drafter
+    rules = at.dataframe[2].value  # both tau per chain drafter
     assert "τ token-wise (measured)" in rules.columns and "τ block (same drafts)" in rules.columns
     assert list(rules["drafter"]) == [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]
-    trees = at.dataframe[2].value  # both tau per tree drafter
+    trees = at.dataframe[3].value  # both tau per tree drafter
     assert "τ traversal (same drafts)" in trees.columns and list(trees["drafter"]) == list(TREE_DRAFTERS)
     at.sidebar.text_area(key="ctl_prompt").set_value("<x>").run()  # bad input: a message, the result stays
     assert "'<'" in shown(at.error[0].value) and at.button(key="shootout_run").disabled
@@ -39,7 +40,8 @@ def test_quick_run_says_what_it_measured():
     at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "2"})
     at.button(key="shootout_run").click().run()
     assert not at.exception, at.exception
-    assert set(at.dataframe[0].value["K"]) == {2} and len(at.dataframe) == 2  # no rule tables: the "Every K" one
+    # no rule tables: the results (speed, cost) and the "Every K" ones
+    assert set(at.dataframe[0].value["K"]) == {2} and len(at.dataframe) == 4
     said = " ".join(shown(c.value) for c in at.caption)
     assert (
         "Measured just now on this machine: " in said and "the quick run: every drafter at K = 2, 12 characters" in said

@@ -11,12 +11,13 @@ def test_step_page_shows_block_beside_tokenwise():
     click(at, "nav_next")
     r = at.session_state["run"].current
     assert r.verify_notes["rule"] == "block"
-    table = at.dataframe[0].value
+    checks, table = at.dataframe[0].value, at.dataframe[1].value  # beside the text; the block panel's
+    assert list(checks.columns) == block.CHECK_COLUMNS and len(checks) == len(r.draft_tokens)
     assert list(table.columns) == block.COLUMNS and len(table) == len(r.draft_tokens)
     e = r.verify_notes["expected_accepted"]
     both = next(m.value for m in at.markdown if "verified both ways" in m.value)
     assert f"**{e['lossless']:.2f}** token-wise, **{e['block']:.2f}** with block" in both
-    assert f"τ = **{r.verify_notes['tau']}**" in both
+    assert f"which kept **{r.verify_notes['tau']}** this time" in both
     assert any("never keeps fewer" in c.value for c in at.caption)
 
 

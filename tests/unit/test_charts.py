@@ -122,3 +122,16 @@ def test_every_figure_is_valid_plotly(run):
         figs.append(charts.residual_bars(r, vocab) if r.residual is not None else charts.bonus_bars(r, vocab))
     for fig in figs:
         go.Figure(fig.to_dict())  # raises ValueError on any unknown or ill-typed property
+
+
+def test_a_subtitle_of_several_lines_wraps_as_a_subtitle():
+    """Each line of a <sub> that holds a <br> stays a subtitle line, broken at its own width (SUB_CHARS),
+    not the title's."""
+    from specviz.charts.figure import SUB_CHARS, TITLE_CHARS, wrap
+
+    sub = "one two three four five six seven eight nine ten eleven"  # longer than either width
+    lines = wrap(f"Title<br><sub>{sub}<br>{sub}</sub>").split("<br>")
+    assert lines[0] == "Title" and all(x.startswith("<sub>") and x.endswith("</sub>") for x in lines[1:])
+    widths = [len(x[5:-6]) for x in lines[1:]]
+    assert max(widths) <= SUB_CHARS and max(widths) > TITLE_CHARS and len(lines) == 5
+    assert " ".join(x[5:-6] for x in lines[1:]) == f"{sub} {sub}"

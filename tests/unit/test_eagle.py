@@ -173,6 +173,8 @@ def test_charts_from_a_real_round_and_a_measurement(target, tiny):
     assert rows[0]["entry"] == len(prompt) - 1 - 6 and len(rows) == 6 + 2  # the last 6 entries fed, then steps 1, 2
     fig = charts.features_heatmap(r, gen.trace.vocab)
     assert len(fig.data[0].z) == len(rows) and len(fig.data[0].z[0]) == 16
+    top = max(abs(v) for row in fig.data[0].z for v in row)  # the colour bar: three ticks, its ends and 0
+    assert list(fig.data[0].colorbar.tickvals) == [-top, 0, top] and (fig.data[0].zmin, fig.data[0].zmax) == (-top, top)
     go.Figure(fig.to_dict())  # validates every property
     series = {"eagle3": {"drafter": "eagle3"}, "eagle3 no TTT": {"drafter": "eagle3", "eagle_ttt": False}}
     measured = depth_acceptance(target, [prompt], tiny.model, 0.0, k=2, max_new_tokens=8, series=series)

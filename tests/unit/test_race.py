@@ -5,7 +5,7 @@ import re
 
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.teaching.race import Lane, lane, race, race_html
+from specviz.teaching.race import Lane, lane, race, race_html, spread, spread_sentence
 
 
 def test_a_lane_replays_the_rounds_at_their_measured_times(target):
@@ -27,6 +27,15 @@ def test_greedy_race_writes_the_same_characters(target):
                                                                              max_new_tokens=40), repeats=2)  # fmt: skip
     assert plain.chars == spec.chars and set(plain.kinds) == {"plain"}
     assert plain.label == "Plain decoding" and "trigram" in spec.label
+    # each lane keeps its repeats' seconds and is the median one (median_low of two: the faster)
+    assert (
+        len(plain.runs) == len(spec.runs) == 2 and plain.seconds == min(plain.runs) and spec.seconds == min(spec.runs)
+    )
+    lo, hi = spread(plain, spec)
+    assert lo == min(a / b for a, b in zip(plain.runs, spec.runs, strict=True)) <= hi
+    assert f"{lo:.2f}× to {hi:.2f}×" in spread_sentence(plain, spec)
+    data = json.loads(re.search(r"const D = (.*);\n", race_html("x", plain, spec)).group(1))
+    assert data["span"] == f" (its 2 runs: {lo:.2f}× to {hi:.2f}×)"
 
 
 def test_race_block_embeds_text_safely():

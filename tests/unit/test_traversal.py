@@ -267,6 +267,7 @@ def test_charts_read_every_try_from_the_record(tiny):
 
     from specviz.charts import checks_frame
     from specviz.charts import traversal as charts
+    from specviz.charts.verdict import checks_view
 
     prompt = tiny.tokenizer.encode("ROMEO:")
     settings = Settings(drafter="neural-tree", k=3, temperature=1.0, max_new_tokens=30, verification="traversal")
@@ -279,6 +280,8 @@ def test_charts_read_every_try_from_the_record(tiny):
         assert list(frame["result"]).count("accepted") == 1 and frame["next"].iloc[-1] == "emit"
         assert frame["node"].iloc[0] != "root" or not r.draft_tokens  # a leaf is tried first
         assert list(checks_frame(r, tiny.tokenizer.chars).columns) == charts.CHECK_COLUMNS
+        view = checks_view(r)  # beside the text at 1024 px: ~300 px
+        assert sum(view[c]["width"] for c in charts.CHECK_COLUMNS) <= 300
         fig = charts.traversal_figure(r, tiny.tokenizer.chars)
         go.Figure(fig.to_dict())  # plotly validates every property here
         assert f"{notes['expected_accepted']['traversal']:.2f} traversal" in fig.layout.title.text

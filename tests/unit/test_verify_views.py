@@ -8,7 +8,7 @@ import torch
 
 from specviz.charts import block, tries
 from specviz.charts.draft_tree import draft_tree_figure
-from specviz.charts.verdict import checks_frame
+from specviz.charts.verdict import checks_frame, checks_view
 from specviz.core.record import RoundRecord
 from specviz.core.session import Session
 from specviz.core.settings import Settings
@@ -81,8 +81,14 @@ def test_block_table_is_both_rules_on_one_draft(block_run):
     for r in block_run.rounds:
         if not r.draft_tokens:
             continue
-        frame = checks_frame(r, vocab)
+        frame = block.block_frame(r, vocab)  # the block panel's table, at full width
         n = r.verify_notes
+        assert set(block.VIEW) == set(frame.columns) and sum(v["width"] for v in block.VIEW.values()) <= 640
+        checks = checks_frame(r, vocab)  # beside the text: what decided each position
+        assert list(checks["h"]) == n["stops"] and list(checks["η"]) == n["etas"]
+        assert list(checks["result"]).count("accepted") == n["tau"] and list(checks["p(x)"]) == list(frame["p(x)"])
+        view = checks_view(r)
+        assert set(view) >= set(checks.columns) and sum(view[c]["width"] for c in checks.columns) <= 300
         assert list(frame["w"]) == n["weights"] and list(frame["h"]) == n["stops"]
         assert list(frame["η"]) == n["etas"] and list(frame["block keeps"]).count("yes") == n["tau"]
         assert frame["P(tw keeps)"].sum() == pytest.approx(n["expected_accepted"]["lossless"])

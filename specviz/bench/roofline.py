@@ -106,26 +106,36 @@ def predicted_speedup(roof: Roofline, B: int, rows_per_seq: float, tau: float, c
     return tau * plain / spec
 
 
+NEVER_PAID = -1.0  # predicted_crossover's answer when the speedup is below 1 already at B = 1
+
+
 def predicted_crossover(roof: Roofline, rows_per_seq: float, tau: float, context: float, seq_cost: float,
                         base_seq_cost: float, largest: int = 4096) -> float | None:  # fmt: skip
     """The batch size where ``predicted_speedup`` falls through 1 (log-interpolated between whole batch
-    sizes); None if it is below 1 at B = 1 or stays above it up to ``largest``."""
+    sizes); NEVER_PAID if it is below 1 at B = 1, None if it stays above 1 up to ``largest``."""
     prev = None
     for B in range(1, largest + 1):
         s = predicted_speedup(roof, B, rows_per_seq, tau, round(context), seq_cost, base_seq_cost)
         if s < 1:
             if prev is None:
-                return None
+                return NEVER_PAID
             f = (prev - 1) / (prev - s)
             return 2 ** (math.log2(B - 1) + f * (math.log2(B) - math.log2(B - 1)))
         prev = s
     return None
 
 
+def _say(b: float | None, largest: str) -> str:
+    if b is None:
+        return f"none up to B = {largest}"
+    return "below 1 from B = 1" if b == NEVER_PAID else f"B = {b:.1f}"
+
+
 def roofline_lines(roof: Roofline, rows: list[dict], context: float) -> list[str]:
     """The roofline beside the batch bench's rows: this CPU's figures, each batch size's arithmetic intensity,
-    and each drafter's crossover, predicted (the roofline's passes and the B = 1 rows' CPU cost per sequence
-    round) and measured."""
+    each drafter's speedup predicted and measured, and its crossover. Two predictions: the passes alone on the
+    roofline (what the hardware allows), and the passes plus the CPU each sequence's round costs beside the
+    pass (drafting, accepting: from the B = 1 rows, per round), which batching does not share."""
     from specviz.bench.batch import crossover, per_round_cpu
     from specviz.drafters import BASELINE
 
@@ -133,19 +143,39 @@ def roofline_lines(roof: Roofline, rows: list[dict], context: float) -> list[str
            f"bandwidth {roof.bandwidth / 1e9:.1f} GB/s, ridge {roof.ridge:.1f} flop/byte; weights "
            f"{roof.weight_bytes / 1e6:.1f} MB, {roof.kv_bytes_per_entry * context / 1e6:.2f} MB of keys and values "
            f"per sequence ({context:.0f} entries)"]  # fmt: skip
-    ones = {r["drafter"]: r for r in rows if r["batch"] == 1}
-    base = ones.get(BASELINE)
-    for B in sorted({r["batch"] for r in rows}):
+    sizes = sorted({r["batch"] for r in rows})
+    for B in sizes:
         at = {r["drafter"]: r for r in rows if r["batch"] == B}
         parts = [f"{d} {roof.intensity(round(r['rows_per_pass']), B, round(context)):.1f}" for d, r in at.items()]
         out.append(f"  B = {B}: flop/byte of a pass: " + ", ".join(parts))
+    ones = {r["drafter"]: r for r in rows if r["batch"] == 1}
+    base = ones.get(BASELINE)
+    if base is None:
+        return out
+    # The run's clock against the roofline's: its one-row passes took this many times their roofline time (a
+    # busy machine's share of the CPU, what the roofline leaves out); the CPU costs are put on the roofline's clock.
+    slow = base["verify_s"] / base["target_forwards"] / roof.seconds(1, 1, round(context))
+    out.append(
+        f"  the run's one-row passes took {slow:.2f}x their roofline time: the CPU costs below are divided by it"
+    )
     for d, one in ones.items():
-        if d == BASELINE or base is None:
+        if d == BASELINE:
             continue
-        rows_per_seq, tau = one["rows_per_pass"], one["tokens_per_forward"]
-        pred = predicted_crossover(roof, rows_per_seq, tau, context, per_round_cpu(one), per_round_cpu(base))
-        meas = crossover(rows, d)
-        say = lambda b: "none in range" if b is None else f"B = {b:.1f}"  # noqa: E731
-        out.append(f"  {d}: crossover predicted {say(pred)}, measured {say(meas)} "
-                   f"(tau {tau:.2f}, {rows_per_seq:.1f} rows a sequence)")  # fmt: skip
+        r, tau = one["rows_per_pass"], one["tokens_per_forward"]
+        c, c0 = per_round_cpu(one) / slow, per_round_cpu(base) / slow
+        at = {x["batch"]: x for x in rows if x["drafter"] == d}
+
+        def cells(B, x, c=c, c0=c0):  # each batch size's own tau and rows a sequence
+            rb, tb = x["rows_per_pass"] / B, x["tokens_per_forward"]
+            return (f"B={B} {predicted_speedup(roof, B, rb, tb, round(context), 0, 0):.2f}/"
+                    f"{predicted_speedup(roof, B, rb, tb, round(context), c, c0):.2f}/{x['speedup']:.2f}")  # fmt: skip
+
+        out.append(f"  {d} (at B = 1: tau {tau:.2f}, {r:.1f} rows a sequence, CPU beside the pass {c * 1e3:.2f} ms a "
+                   f"round against plain decoding's {c0 * 1e3:.2f}): speedup predicted passes only / with CPU / "
+                   "measured: " + ", ".join(cells(B, at[B]) for B in sizes))  # fmt: skip
+        at = {B: x["speedup"] for B, x in at.items()}
+        top = str(max(sizes))
+        out.append(f"    crossover predicted {_say(predicted_crossover(roof, r, tau, context, 0, 0), '4096')} (passes "
+                   f"only), {_say(predicted_crossover(roof, r, tau, context, c, c0), '4096')} (with CPU); measured "
+                   f"{_say(crossover(rows, d), top) if at[1] >= 1 else _say(NEVER_PAID, top)}")  # fmt: skip
     return out

@@ -8,7 +8,14 @@ import plotly.graph_objects as go
 import pytest
 
 from specviz.bench.batch import batch_table, crossover, run_batch_bench
-from specviz.bench.roofline import Roofline, predicted_crossover, predicted_speedup, roofline, roofline_lines
+from specviz.bench.roofline import (
+    NEVER_PAID,
+    Roofline,
+    predicted_crossover,
+    predicted_speedup,
+    roofline,
+    roofline_lines,
+)
 from specviz.bench.rows import rows_from_jsonl, rows_to_jsonl
 from specviz.charts.batch import crossover_figure, roofline_figure
 from specviz.cli.main import main
@@ -50,7 +57,8 @@ def test_predicted_speedup_falls_with_the_batch():
     b = predicted_crossover(ROOF, 5.0, 3.0, 100, 0.0, 0.0)
     assert b is not None and predicted_speedup(ROOF, math.floor(b), 5.0, 3.0, 100, 0.0, 0.0) >= 1
     assert predicted_speedup(ROOF, math.ceil(b), 5.0, 3.0, 100, 0.0, 0.0) < 1
-    assert predicted_crossover(ROOF, 5.0, 0.9, 100, 0.0, 0.0) is None  # tau below 1: never paid
+    assert predicted_crossover(ROOF, 5.0, 0.9, 100, 0.0, 0.0) == NEVER_PAID  # tau below 1
+    assert predicted_crossover(ROOF, 1.0, 3.0, 100, 0.0, 0.0) is None  # no extra rows: never falls
 
 
 def test_the_bench_rows(target, tiny):
@@ -68,6 +76,7 @@ def test_the_bench_rows(target, tiny):
     assert "3  eagle3" in batch_table(rows)
     lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows, 150.0)
     assert lines[0].startswith("roofline: peak 100.0 Gflop/s") and sum("crossover predicted" in x for x in lines) == 2
+    assert sum("predicted passes only / with CPU / measured: B=1 " in x for x in lines) == 2
 
 
 def test_the_charts_are_valid_plotly():

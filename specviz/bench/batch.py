@@ -26,7 +26,9 @@ from dataclasses import asdict
 import torch
 
 from models.checkpoint import Checkpoint
-from specviz.adaptive.costs import cpu_name
+from specviz.adaptive.costs import REFERENCE, cpu_name
+from specviz.adaptive.load import LoadCosts
+from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.bench.rows import BenchRow
 from specviz.bench.timing import bench_settings, quiet_heap
 from specviz.core.batch import Batch
@@ -40,14 +42,16 @@ BATCHES = (1, 2, 4, 8, 16, 32, 64)
 DRAFTERS = drafter_names(under_load=True)  # the distilled table, an n-gram, a neural head on the target
 
 
-def batch_run(target, tiny, prompts, drafter, B, k, T, n, seed) -> dict:
+def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None) -> dict:
     """One timed batch of B sequences: its decoding. The generations, their drafters and their prompts'
     caches are made before the clock starts: decoding is what batching and speculation change, and a prompt's
     prefill, the same for every configuration, would only dilute the ratios (a window jump's re-prefill,
     inside the decoding, is timed)."""
+    drafter, k, auto = config
     draft_model = tiny.model if tiny is not None and "draft_model" in drafter_class(drafter).needs else None
-    batch = Batch([Generation(target, prompts[i % len(prompts)], bench_settings(drafter, T, k, n, seed + i),
-                              draft_model) for i in range(B)])  # fmt: skip
+    base = load.base if load is not None else REFERENCE
+    batch = Batch([Generation(target, prompts[i % len(prompts)], bench_settings(drafter, T, k, n, seed + i, auto),
+                              draft_model, costs=base) for i in range(B)], load if auto else None)  # fmt: skip
     for g in batch.generations:
         g.target.sync(g.tokens)
     quiet_heap()
@@ -64,42 +68,45 @@ def batch_run(target, tiny, prompts, drafter, B, k, T, n, seed) -> dict:
 
 def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES, drafters=DRAFTERS, k: int = 4,
                     temperature: float = 0.0, max_new_tokens: int = 64, repeats: int = 3, seed: int = 0,
-                    progress=None) -> list[dict]:  # fmt: skip
-    """One row per (batch size, configuration): plain decoding first, then each drafter at K = ``k``.
+                    progress=None, load: LoadCosts | None = None) -> list[dict]:  # fmt: skip
+    """One row per (batch size, configuration): plain decoding first, then each drafter at K = ``k``, and with
+    ``load`` (specviz/adaptive/load.py) each drafter with adaptive K (up to AUTO_K_MAX) priced for the batch.
     ``progress(done, total)`` after every timed batch."""
     if not batches or min(batches) < 1 or repeats < 1:
         raise ValueError("the batch bench needs batch sizes of at least 1 and one repeat")
     bench_settings(BASELINE, temperature, k, max_new_tokens, seed).check()
     prompts = [target.tokenizer.encode(p.text) for p in PRESETS]
-    configs = list(dict.fromkeys([BASELINE, *drafters]))
+    drafters = [d for d in dict.fromkeys(drafters) if d != BASELINE]
+    configs = [(BASELINE, k, False)] + [(d, k, False) for d in drafters]
+    configs += [(d, AUTO_K_MAX, True) for d in drafters if load is not None]
     order, runs = random.Random(seed), {}
     total, done = repeats * len(batches) * len(configs), 0
-    for d in configs:  # untimed: each drafter's tables and heads loaded before the first timed batch
-        batch_run(target, tiny, prompts, d, 1, k, temperature, 4, seed)
+    for c in configs:  # untimed: each drafter's tables and heads loaded before the first timed batch
+        batch_run(target, tiny, prompts, c, 1, temperature, 4, seed, load)
     try:
         for _ in range(repeats):
             for B in batches:
-                for d in order.sample(configs, len(configs)):
-                    runs.setdefault((B, d), []).append(batch_run(target, tiny, prompts, d, B, k, temperature,
-                                                                 max_new_tokens, seed))  # fmt: skip
+                for c in order.sample(configs, len(configs)):
+                    runs.setdefault((B, c), []).append(batch_run(target, tiny, prompts, c, B, temperature,
+                                                                 max_new_tokens, seed, load))  # fmt: skip
                     done += 1
                     if progress:
                         progress(done, total)
     finally:
         gc.unfreeze()
     version = f"specviz (torch {torch.__version__}; {native.backend()})"
-    load, cpu = round(os.getloadavg()[1], 2), cpu_name()
+    loadavg, cpu = round(os.getloadavg()[1], 2), cpu_name()
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     rows = []
-    for (B, d), reps in runs.items():
-        base = runs[(B, BASELINE)]
+    for (B, (d, kd, auto)), reps in runs.items():
+        base = runs[(B, configs[0])]
         ratios = [b["seconds"] / r["seconds"] for b, r in zip(base, reps, strict=True)]
         first = reps[0]  # counts are the same in every repeat: same seeds, same work
         tau = first["tokens"] / first["rounds"]
         med = lambda key, reps=reps: statistics.median(r[key] for r in reps)  # noqa: E731
         same = first["outputs"] == base[0]["outputs"] if temperature == 0 else None
         row = BenchRow(
-            impl="specviz", suite="batch", drafter=d, temperature=temperature, k=k, k_auto=False,
+            impl="specviz", suite="batch", drafter=d, temperature=temperature, k=kd, k_auto=auto,
             verification=LOSSLESS, prompts=B, new_tokens=max_new_tokens, repeats=repeats, tokens=first["tokens"],
             target_forwards=first["passes"], tokens_per_forward=tau,
             acceptance_rate=first["accepted"] / first["tried"] if first["tried"] else None,
@@ -107,19 +114,20 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             speedup=statistics.median(ratios), fraction_of_ideal=statistics.median(ratios) / tau,
             draft_s=med("draft_s"), verify_s=med("pass_s"), accept_s=med("accept_s"), draft_cost=None,
             verify_cost=None, accept_cost=None, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
-            tau_same_traversal=None, threads=torch.get_num_threads(), load_average=load, version=version,
-            memory_mb=None, cpu=cpu, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
+            tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
+            memory_mb=None, cpu=cpu, costs=load.base.summary() if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
             rows_per_pass=first["rows"] / first["passes"],
         )  # fmt: skip
         rows.append(asdict(row))
-    rows.sort(key=lambda r: (r["batch"], configs.index(r["drafter"])))
+    rows.sort(key=lambda r: (r["batch"], configs.index((r["drafter"], r["k"], r["k_auto"]))))
     return rows
 
 
-def crossover(rows: list[dict], drafter: str) -> float | None:
+def crossover(rows: list[dict], drafter: str, auto: bool = False) -> float | None:
     """The batch size where ``drafter``'s speedup falls through 1 (interpolated in log2 B between the
     last batch size where it paid and the first where it did not); None if it never fell, or never paid."""
-    pts = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == drafter)
+    pts = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == drafter
+                 and r.get("k_auto", False) == auto)  # fmt: skip
     for (b0, s0), (b1, s1) in zip(pts, pts[1:], strict=False):
         if s0 >= 1 > s1:
             f = (s0 - 1) / (s0 - s1)
@@ -148,7 +156,8 @@ def batch_table(rows: list[dict]) -> str:
              f"{'rows/pass':>9}"]  # fmt: skip
     for r in rows:
         spread = f"{r['speedup_min']:.2f}-{r['speedup_max']:.2f}"
-        lines.append(f"{r['batch']:>5}  {r['drafter']:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
+        name = f"{r['drafter']} auto" if r.get("k_auto") else r["drafter"]
+        lines.append(f"{r['batch']:>5}  {name:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
                      f"{spread:>11} {r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
     first = rows[0]
     lines.append(f"{first['cpu']}, {first['threads']} thread(s), load average {first['load_average']}, "

@@ -148,6 +148,7 @@ def roofline_lines(roof: Roofline, rows: list[dict], context: float) -> list[str
         at = {r["drafter"]: r for r in rows if r["batch"] == B}
         parts = [f"{d} {roof.intensity(round(r['rows_per_pass']), B, round(context)):.1f}" for d, r in at.items()]
         out.append(f"  B = {B}: flop/byte of a pass: " + ", ".join(parts))
+    rows = [r for r in rows if not r.get("k_auto", False)]  # the fixed-K rows: adaptive K's are its own story
     ones = {r["drafter"]: r for r in rows if r["batch"] == 1}
     base = ones.get(BASELINE)
     if base is None:

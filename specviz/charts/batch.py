@@ -26,7 +26,8 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
         return nothing(title, "No batch bench rows: python -m specviz bench --batch 1,2,4,8,16,32,64")
     data, notes = [], []
     for i, d in enumerate(drafters):
-        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d)
+        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                     and not r.get("k_auto", False))  # fmt: skip
         xs, ys = [b for b, _ in pts], [r["speedup"] for _, r in pts]
         up = [r["speedup_max"] - r["speedup"] for _, r in pts]
         down = [r["speedup"] - r["speedup_min"] for _, r in pts]
@@ -61,7 +62,8 @@ def roofline_figure(roof, rows: list[dict], context: float, title: str = "The ro
                                                                  for x in xs],
              "name": "roofline", "line": {"color": GREY}, "hoverinfo": "skip"}]  # fmt: skip
     for i, d in enumerate([BASELINE, *_drafters(rows)]):
-        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d)
+        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                     and not r.get("k_auto", False))  # fmt: skip
         if not pts:
             continue
         ai = [roof.intensity(round(r["rows_per_pass"]), b, round(context)) for b, r in pts]

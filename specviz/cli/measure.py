@@ -96,6 +96,7 @@ def batch_sizes(text: str) -> tuple[int, ...]:
 
 def cmd_bench_batch(args) -> None:
     """bench --batch: plain decoding and the batch bench's drafters at each batch size, then the roofline."""
+    from specviz.adaptive.load import LoadCosts
     from specviz.bench.batch import batch_table, mean_context, run_batch_bench
     from specviz.bench.roofline import roofline, roofline_lines
 
@@ -105,13 +106,17 @@ def cmd_bench_batch(args) -> None:
     bench_checks(args, max_new_tokens, repeats)
     torch.set_num_threads(args.threads or 1)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    roof, context = roofline(target.model), round(mean_context(target, max_new_tokens))
+    load = None
+    if not args.no_auto:  # adaptive K priced for each batch size: this machine's curve and roofline
+        load = LoadCosts(cost_curve(args.costs, target, True), lambda rows, seqs: roof.seconds(rows, seqs, context))
     with progress_bar("batch bench", "batch") as progress:
         rows = run_batch_bench(target, tiny, sizes, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
-                               seed=args.seed, progress=progress)  # fmt: skip
+                               seed=args.seed, progress=progress, load=load)  # fmt: skip
     if write_rows(args, rows):
         return
     print(batch_table(rows), end="")
-    print("\n".join(roofline_lines(roofline(target.model), rows, mean_context(target, max_new_tokens))))
+    print("\n".join(roofline_lines(roof, rows, context)))
     if args.out:
         print(f"wrote {args.out}")
 

@@ -10,7 +10,11 @@ cache) decoded together, one round of every sequence at a time, with ONE target 
 So a sequence produces exactly what it produces alone: the same tokens at T = 0 and the same draws at
 T > 0 (its stream sees the same calls in the same order, and the pass gives it the same logits bit for
 bit: specviz/kernels/batched.py). A sequence that is done sits out; window jumps happen per sequence
-(a jumping sequence's pass carries its re-prefill). Tests: tests/unit/test_batch.py.
+(a jumping sequence's pass carries its re-prefill).
+
+With ``load`` (specviz/adaptive/load.py), the sequences whose K is adaptive are priced for the batch: each
+round, K is chosen for the rows the whole batch sends, and may fall to 0 under load. Their K then differs
+from what they choose alone (that is the point), and their output stays exact: K is fixed before the draft. Tests: tests/unit/test_batch.py.
 
 The target seam: a TargetModel class with ``forward_batch(targets, passes)`` (``BatchTarget``) runs the
 rows in one pass; any other runs them one forward per sequence (the same outputs, no sharing).
@@ -22,6 +26,7 @@ from typing import Protocol
 import torch
 
 from models.checkpoint import Checkpoint
+from specviz.adaptive.load import LoadCosts
 from specviz.core.engine import Generation
 from specviz.core.record import RoundRecord, Trace
 from specviz.core.settings import Settings
@@ -50,7 +55,9 @@ class Batch:
     """B generations decoded together. ``step`` runs one round of every sequence that is not done, with
     one target pass; each generation keeps its own trace (``generations[i].trace``)."""
 
-    def __init__(self, generations: list[Generation]):
+    def __init__(self, generations: list[Generation], load: LoadCosts | None = None):
+        """``load``: adaptive K's prices per batch size (specviz/adaptive/load.py); each round, the sequences
+        with adaptive K are priced for the sequences live in it. None: each prices its rounds as if alone."""
         if not generations:
             raise ValueError("a batch needs at least one sequence")
         self.generations = generations
@@ -58,6 +65,7 @@ class Batch:
         same = all(type(g.target) is kind for g in generations)
         batched = (getattr(kind, "forward_batch", None) or BATCHED.get(kind)) if same else None
         self.forward = batched or forward_each
+        self.load = load
         self.passes = 0  # target passes run
         self.rows: list[int] = []  # rows each pass carried
         self.pass_s = 0.0  # seconds in the target passes
@@ -78,6 +86,11 @@ class Batch:
         live = [g for g in self.generations if not g.done]
         if not live:
             raise RuntimeError("the batch is complete")
+        if self.load is not None:
+            curve, scale = self.load.at(len(live))
+            for g in live:
+                if g.adaptive is not None and not g.never_drafts:
+                    g.adaptive.price_for(curve, scale)
         drafted = [g.begin() for g in live]
         passes = [(d.vp.tokens, d.vp.positions, d.vp.mask) for d in drafted]
         t1 = time.perf_counter()

@@ -19,13 +19,23 @@ def _drafters(rows: list[dict]) -> list[str]:
 
 
 def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding, by batch size") -> go.Figure:
-    """``rows``: the batch bench's rows (suite "batch"). One line per drafter, the speedup (median over
-    repeats, the min-max range as error bars) at each batch size, 1.0 dotted, each crossover marked."""
+    """``rows``: the batch bench's rows (suite "batch"). One line per drafter at fixed K, the speedup (median
+    over repeats, the min-max range as error bars) at each batch size, 1.0 dotted, each crossover marked; and,
+    where the rows have them, a thin line per drafter with adaptive K priced for the batch."""
     drafters = _drafters(rows)
     if not drafters:
         return nothing(title, "No batch bench rows: python -m specviz bench --batch 1,2,4,8,16,32,64")
     data, notes = [], []
     for i, d in enumerate(drafters):
+        auto = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                      and r.get("k_auto", False))  # fmt: skip
+        if auto:
+            c = SERIES[i % len(SERIES)]
+            data.append({"type": "scatter", "mode": "lines+markers", "x": [b for b, _ in auto],
+                         "y": [s for _, s in auto], "name": f"{d}, adaptive K", "opacity": 0.6,
+                         "line": {"color": c, "dash": "dot", "width": 1.5},
+                         "marker": {"symbol": MARKERS[i % len(MARKERS)] + "-open", "size": 8, "color": c},
+                         "hovertemplate": d + ", adaptive K, at B = %{x}: %{y:.2f}×<extra></extra>"})  # fmt: skip
         pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
                      and not r.get("k_auto", False))  # fmt: skip
         xs, ys = [b for b, _ in pts], [r["speedup"] for _, r in pts]

@@ -86,6 +86,11 @@ def test_the_charts_are_valid_plotly():
     marks = [t for t in fig.data if t.name == "a: crossover"]
     assert len(marks) == 1 and marks[0].x[0] == pytest.approx(crossover(rows, "a"))
     assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a"]  # plain decoding is the 1.0 line
+    auto = [dict(r, k_auto=True, speedup=1.0) for r in fake("a", [(1, 1.5), (4, 1.0)])]
+    fig = crossover_figure(rows + auto)
+    go.Figure(fig.to_dict())
+    assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a, adaptive K", "a"]
+    assert len([t for t in fig.data if t.name == "a: crossover"]) == 1  # the fixed-K line's, not the adaptive one's
     go.Figure(roofline_figure(ROOF, rows, 100.0).to_dict())
     assert "No batch bench rows" in str(crossover_figure([]).to_dict())
 

@@ -71,3 +71,22 @@ def test_the_bench_runs_adaptive_rows_priced_for_the_load(target, tiny):
     auto = [r for r in rows if r["k_auto"]]
     assert [r["batch"] for r in auto] == [1, 2] and all(r["same_as_baseline"] for r in auto)
     assert all(r["costs"].startswith("reference machine") for r in auto)
+
+
+def test_the_page_numbers():
+    """specviz/teaching/load.py: adaptive K's choice falls with the batch; the closing paragraph says each
+    drafter's speedups and where it stopped paying, from the rows it is given."""
+    from specviz.teaching.load import chosen_k, closing
+
+    ks = chosen_k("distilled", 0.8, REFERENCE, ridge16, (1, 2, 4, 8, 16, 64))
+    assert [b for b, _ in ks] == [1, 2, 4, 8, 16, 64] and ks[0][1] >= 4 and ks[-1][1] == 0
+    assert all(a >= b for (_, a), (_, b) in zip(ks, ks[1:], strict=False))
+    row = {"suite": "batch", "k_auto": False, "cpu": "a CPU", "date": "2026-11-27", "load_average": 8.0,
+           "speedup_min": 0.0, "speedup_max": 9.0, "tokens_per_forward": 2.0}  # fmt: skip
+    rows = [dict(row, drafter=d, batch=b, speedup=s, tokens_per_s=t) for d, b, s, t in
+            [("none", 1, 1.0, 200), ("none", 8, 1.0, 900), ("trigram", 1, 1.5, 300), ("trigram", 8, 0.5, 450)]]  # fmt: skip
+    text = closing(rows)
+    assert (
+        "from 200 to 900 tokens/s" in text
+        and "trigram: 1.50× at B = 1, 0.50× at B = 8, stopped paying at about B = 3" in text
+    )

@@ -143,12 +143,12 @@ def roofline_lines(roof: Roofline, rows: list[dict], context: float) -> list[str
            f"bandwidth {roof.bandwidth / 1e9:.1f} GB/s, ridge {roof.ridge:.1f} flop/byte; weights "
            f"{roof.weight_bytes / 1e6:.1f} MB, {roof.kv_bytes_per_entry * context / 1e6:.2f} MB of keys and values "
            f"per sequence ({context:.0f} entries)"]  # fmt: skip
+    rows = [r for r in rows if not r.get("k_auto", False)]  # the fixed-K rows: adaptive K's are its own story
     sizes = sorted({r["batch"] for r in rows})
     for B in sizes:
         at = {r["drafter"]: r for r in rows if r["batch"] == B}
         parts = [f"{d} {roof.intensity(round(r['rows_per_pass']), B, round(context)):.1f}" for d, r in at.items()]
         out.append(f"  B = {B}: flop/byte of a pass: " + ", ".join(parts))
-    rows = [r for r in rows if not r.get("k_auto", False)]  # the fixed-K rows: adaptive K's are its own story
     ones = {r["drafter"]: r for r in rows if r["batch"] == 1}
     base = ones.get(BASELINE)
     if base is None:

@@ -74,7 +74,10 @@ def test_the_bench_rows(target, tiny):
         else:
             assert r["rows_per_pass"] > r["batch"] and r["tokens_per_forward"] > 1
     assert "3  eagle3" in batch_table(rows)
-    lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows, 150.0)
+    auto = [dict(r, k_auto=True, rows_per_pass=float(r["batch"])) for r in rows if r["drafter"] != BASELINE]
+    lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows + auto, 150.0)
+    b1 = next(x for x in lines if x.startswith("  B = 1:"))
+    assert b1.count("trigram") == 1 and "trigram 0.5" not in b1  # the fixed-K row's passes, not adaptive K's
     assert lines[0].startswith("roofline: peak 100.0 Gflop/s") and sum("crossover predicted" in x for x in lines) == 2
     assert sum("predicted passes only / with CPU / measured: B=1 " in x for x in lines) == 2
 

@@ -8,7 +8,9 @@ crossover (``crossover``).
 The runs are interleaved as the main bench's are (specviz/bench/runner.py): for each repeat, for each
 batch size, every configuration runs once, in a shuffled order (seeded); a configuration's speedup in a
 repeat is plain decoding's time at that batch size over its own, and the row reports the median over
-repeats. Sequence i of a batch decodes prompt i of the presets (cycled) with seed + i. Rows are BenchRows of
+repeats. Plain decoding also runs a second time in each block, shuffled in with the rest (an A/A pair, as the
+main bench's): its row's ``aa_speedup`` is what noise alone gives a ratio at that batch size. Sequence i of a
+batch decodes prompt i of the presets (cycled) with seed + i. Rows are BenchRows of
 suite "batch" (specviz/bench/rows.py), with ``batch`` and ``rows_per_pass`` (decoding rows: the prefills'
 rows left out); the roofline beside them:
 specviz/bench/roofline.py.
@@ -39,6 +41,7 @@ from specviz.teaching.presets import PRESETS
 from specviz.verifiers import LOSSLESS
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
+AGAIN = "A/A"  # plain decoding's second run at each batch size: what noise alone does to a ratio
 DRAFTERS = drafter_names(under_load=True)  # the distilled table, an n-gram, a neural head on the target
 
 
@@ -79,16 +82,18 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
     drafters = [d for d in dict.fromkeys(drafters) if d != BASELINE]
     configs = [(BASELINE, k, False)] + [(d, k, False) for d in drafters]
     configs += [(d, AUTO_K_MAX, True) for d in drafters if load is not None]
-    order, runs = random.Random(seed), {}
-    total, done = repeats * len(batches) * len(configs), 0
+    order, runs, again = random.Random(seed), {}, {}
+    total, done = repeats * len(batches) * (len(configs) + 1), 0
     for c in configs:  # untimed: each drafter's tables and heads loaded before the first timed batch
         batch_run(target, tiny, prompts, c, 1, temperature, 4, seed, load)
     try:
         for _ in range(repeats):
             for B in batches:
-                for c in order.sample(configs, len(configs)):
-                    runs.setdefault((B, c), []).append(batch_run(target, tiny, prompts, c, B, temperature,
-                                                                 max_new_tokens, seed, load))  # fmt: skip
+                # every configuration, and plain decoding a second time (the A/A pair), in a shuffled order
+                for c in order.sample([*configs, AGAIN], len(configs) + 1):
+                    out = again.setdefault(B, []) if c == AGAIN else runs.setdefault((B, c), [])
+                    out.append(batch_run(target, tiny, prompts, configs[0] if c == AGAIN else c, B, temperature,
+                                         max_new_tokens, seed, load))  # fmt: skip
                     done += 1
                     if progress:
                         progress(done, total)
@@ -117,6 +122,8 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
             memory_mb=None, cpu=cpu, costs=load.base.summary() if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
             rows_per_pass=first["rows"] / first["passes"],
+            aa_speedup=statistics.median(a["seconds"] / b["seconds"] for a, b in zip(reps, again[B], strict=True))
+            if (d, kd, auto) == configs[0] else None,
         )  # fmt: skip
         rows.append(asdict(row))
     rows.sort(key=lambda r: (r["batch"], configs.index((r["drafter"], r["k"], r["k_auto"]))))
@@ -159,6 +166,9 @@ def batch_table(rows: list[dict]) -> str:
         name = f"{r['drafter']} auto" if r.get("k_auto") else r["drafter"]
         lines.append(f"{r['batch']:>5}  {name:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
                      f"{spread:>11} {r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
+    aa = [f"B={r['batch']} {r['aa_speedup']:.2f}" for r in rows if r.get("aa_speedup") is not None]
+    if aa:
+        lines.append("plain decoding against itself (A/A, what noise alone gives): " + ", ".join(aa))
     first = rows[0]
     lines.append(f"{first['cpu']}, {first['threads']} thread(s), load average {first['load_average']}, "
                  f"{first['new_tokens']} tokens a sequence, T = {first['temperature']:g}, K = {first['k']}, "

@@ -71,9 +71,10 @@ def test_the_bench_rows(target, tiny):
         assert r["tokens"] == 6 * r["batch"] and r["prompts"] == r["batch"]
         if r["drafter"] == BASELINE:
             assert r["speedup"] == 1.0 and r["rows_per_pass"] == r["batch"] and r["tokens_per_forward"] == 1.0
+            assert r["aa_speedup"] > 0 and r["aa_speedup"] != 1.0  # its second run, timed apart
         else:
-            assert r["rows_per_pass"] > r["batch"] and r["tokens_per_forward"] > 1
-    assert "3  eagle3" in batch_table(rows)
+            assert r["rows_per_pass"] > r["batch"] and r["tokens_per_forward"] > 1 and r["aa_speedup"] is None
+    assert "3  eagle3" in batch_table(rows) and "(A/A, what noise alone gives): B=1 " in batch_table(rows)
     auto = [dict(r, k_auto=True, rows_per_pass=float(r["batch"])) for r in rows if r["drafter"] != BASELINE]
     lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows + auto, 150.0)
     b1 = next(x for x in lines if x.startswith("  B = 1:"))

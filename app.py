@@ -13,5 +13,6 @@ st.navigation(
         st.Page("pages/atlas.py", title="Methods atlas", url_path="atlas"),
         st.Page("pages/exactness.py", title="Exactness lab", url_path="exactness"),
         st.Page("pages/acceptance.py", title="Acceptance math", url_path="acceptance"),
+        st.Page("pages/load.py", title="Speculation under load", url_path="load"),
     ]
 ).run()

@@ -41,7 +41,7 @@ def render() -> None:
                "repeats against plain decoding in the same run. A character model of 3M parameters on a 2-core CPU is "
                "not Vicuna-7B on a GPU: a target pass costs little more than a draft, so gains are smaller than the papers'.")  # fmt: skip
     try:
-        rows = bench_rows(BENCH.read_text())
+        rows = [r for r in bench_rows(BENCH.read_text()) if r["suite"] != "batch"]  # the batch bench: its own page
     except (OSError, ValueError) as e:
         st.error(
             f"No bench run to show ({e}). Write one: python -m specviz bench --threads 1 --json > docs/bench.jsonl"

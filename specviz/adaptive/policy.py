@@ -67,6 +67,14 @@ class AdaptiveK:
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row (idle_round counts them)
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
+        self.scale = 1.0  # a drafted token's price over its price alone (price_for: a batch's load)
+
+    def price_for(self, curve: CostCurve, scale: float = 1.0) -> None:
+        """Price the next rounds for a load (specviz/adaptive/load.py): ``curve`` v(N) for a pass the whole
+        batch shares, ``scale`` the drafting's price over its price alone (a sequence drafts on its own, while
+        its share of the pass shrinks). What the drafter is (costly to shadow or not) is unchanged."""
+        if curve is not self.curve or scale != self.scale:
+            self.curve, self.scale, self._last = curve, scale, None
 
     @property
     def alpha(self) -> float:
@@ -98,19 +106,21 @@ class AdaptiveK:
     def _best(self, k_max: int) -> Choice:
         """The choice from what was learnt so far, among K = 0 .. k_max; K = 0 for a drafter too costly
         to shadow that has learnt nothing (it never will: see the module docstring)."""
-        alpha, n, c, e = self.alpha, self.per_level, self.c, self.extra
-        costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, self.level_cost)
-        if c > SHADOW_COST and not self.trials:
-            return Choice(0, alpha, n, c, k_max, e, costs, self.level_cost)
-        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, self.level_cost)
-        return Choice(k, alpha, n, c, k_max, e, costs, self.level_cost)
+        alpha, n, e = self.alpha, self.per_level, self.extra
+        c, lc = self.c * self.scale, self.level_cost * self.scale  # priced for the load (1: alone)
+        costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, lc)
+        if self.c > SHADOW_COST and not self.trials:
+            return Choice(0, alpha, n, c, k_max, e, costs, lc)
+        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, lc)
+        return Choice(k, alpha, n, c, k_max, e, costs, lc)
 
     def stopper(self, limit: int) -> Stopper:
         """The rule for a round of a drafter that weighs each token before drawing it (see Stopper), up to
         K = ``limit`` (and k_max). Such a drafter is asked every round: no idle rounds, no shadows."""
         k_max = min(self.k_max, limit)
-        costs = round_costs(self.per_level, self.c, k_max, self.extra, self.curve, self.max_nodes, self.level_cost)
-        return Stopper(Choice(k_max, self.alpha, self.per_level, self.c, k_max, self.extra, costs, self.level_cost))
+        c, lc = self.c * self.scale, self.level_cost * self.scale
+        costs = round_costs(self.per_level, c, k_max, self.extra, self.curve, self.max_nodes, lc)
+        return Stopper(Choice(k_max, self.alpha, self.per_level, c, k_max, self.extra, costs, lc))
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,

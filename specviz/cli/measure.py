@@ -1,5 +1,6 @@
-"""The measuring commands: bench and bench-chart."""
+"""The measuring commands: bench (and bench --batch) and bench-chart."""
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -15,16 +16,32 @@ from specviz.teaching.presets import PRESETS, preset
 from specviz.verifiers import alternatives
 
 
-def cmd_bench(args) -> None:
-    from specviz.bench import runner as bench
-    from specviz.bench.peer import transformers_available
-    from specviz.bench.report import NOTES, NOTES_NO_HF, format_table
+@contextlib.contextmanager
+def progress_bar(desc: str, unit: str):
+    """A progress bar on stderr (none where it is not a terminal). -> progress(done, total)"""
+    with tqdm(desc=desc, unit=unit, disable=None, file=sys.stderr) as bar:
+
+        def progress(done, total):
+            bar.total = total
+            bar.update(done - bar.n)
+
+        yield progress
+
+
+def write_rows(args, rows: list[dict]) -> bool:
+    """--out: the rows to that file; --json: to stdout. -> whether they went to stdout (nothing else to print)"""
     from specviz.bench.rows import rows_to_jsonl
 
-    quick = bench.QUICK if args.quick else bench.FULL
-    prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
-    max_new_tokens = quick["max_new_tokens"] if args.max_new_tokens is None else args.max_new_tokens
-    repeats = quick["repeats"] if args.repeats is None else args.repeats
+    text = rows_to_jsonl(rows)
+    if args.out:
+        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
+    if args.json:
+        sys.stdout.write(text)
+    return args.json
+
+
+def bench_checks(args, max_new_tokens: int, repeats: int) -> None:
+    """Both benches' flags checked up front (CLIError: one line), and the checkpoints' headers."""
     if not 1 <= repeats <= 100:
         raise CLIError(f"--repeats must be between 1 and 100, got {repeats}")
     if args.threads is not None and not 1 <= args.threads <= 256:
@@ -34,29 +51,72 @@ def cmd_bench(args) -> None:
         checked(writable_file, args.out)
     for name in ("target", "tiny"):
         checkpoint_header(name)
+
+
+def cmd_bench(args) -> None:
+    from specviz.bench import runner as bench
+    from specviz.bench.peer import transformers_available
+    from specviz.bench.report import NOTES, NOTES_NO_HF, format_table
+
+    if args.batch is not None:
+        return cmd_bench_batch(args)
+    quick = bench.QUICK if args.quick else bench.FULL
+    prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
+    max_new_tokens = quick["max_new_tokens"] if args.max_new_tokens is None else args.max_new_tokens
+    repeats = quick["repeats"] if args.repeats is None else args.repeats
+    bench_checks(args, max_new_tokens, repeats)
     hf = not args.no_transformers and transformers_available()
     if args.threads:
         torch.set_num_threads(args.threads)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
     costs = cost_curve(args.costs, target, not args.no_auto)  # with the threads the bench runs on
-    with tqdm(desc="benchmark", unit="run", disable=None, file=sys.stderr) as bar:
-
-        def progress(done, total):
-            bar.total = total
-            bar.update(done - bar.n)
-
+    with progress_bar("benchmark", "run") as progress:
         rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
                                rules=tuple(r for r in alternatives() if not getattr(args, f"no_{r}")), lossy=not args.no_lossy,
                                costs=costs)  # fmt: skip
-    text = rows_to_jsonl(rows)
-    if args.out:
-        atomic_write(Path(args.out), lambda tmp: Path(tmp).write_text(text))
-    if args.json:
-        sys.stdout.write(text)
+    if write_rows(args, rows):
         return
     print(format_table(rows), end="")
     print(NOTES if hf else NOTES_NO_HF)
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def batch_sizes(text: str) -> tuple[int, ...]:
+    """--batch: comma-separated batch sizes, each 1..256. CLIError otherwise."""
+    try:
+        sizes = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        raise CLIError(f"--batch takes batch sizes separated by commas, like 1,2,4,8; got {text!r}") from None
+    if not sizes or not all(1 <= b <= 256 for b in sizes):
+        raise CLIError(f"--batch sizes must be between 1 and 256, got {text!r}")
+    return tuple(sorted(set(sizes)))
+
+
+def cmd_bench_batch(args) -> None:
+    """bench --batch: plain decoding and the batch bench's drafters at each batch size, then the roofline."""
+    from specviz.adaptive.load import LoadCosts
+    from specviz.bench.batch import batch_table, mean_context, run_batch_bench
+    from specviz.bench.roofline import roofline, roofline_lines
+
+    sizes = batch_sizes(args.batch)
+    max_new_tokens = 64 if args.max_new_tokens is None else args.max_new_tokens
+    repeats = 3 if args.repeats is None else args.repeats
+    bench_checks(args, max_new_tokens, repeats)
+    torch.set_num_threads(args.threads or 1)
+    target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
+    roof, context = roofline(target.model), round(mean_context(target, max_new_tokens))
+    load = None
+    if not args.no_auto:  # adaptive K priced for each batch size: this machine's curve and roofline
+        load = LoadCosts(cost_curve(args.costs, target, True), lambda rows, seqs: roof.seconds(rows, seqs, context))
+    with progress_bar("batch bench", "batch") as progress:
+        rows = run_batch_bench(target, tiny, sizes, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
+                               seed=args.seed, progress=progress, load=load)  # fmt: skip
+    if write_rows(args, rows):
+        return
+    print(batch_table(rows), end="")
+    print("\n".join(roofline_lines(roof, rows, context)))
     if args.out:
         print(f"wrote {args.out}")
 

@@ -12,7 +12,7 @@ forth without recomputing.
 
 import threading
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -34,21 +34,43 @@ IDLE_FOR_GOOD = ("chose K = 0, as it will every round (too costly to shadow, so 
                  "the drafter is neither asked nor updated, and the target keeps no features for it")  # fmt: skip
 
 
-def verify_pass(target: TargetModel, root: int, draft: Draft, prefix: list[int] = ()):
+@dataclass
+class VerifyPass:
+    """The inputs of a round's one target forward (``pass_inputs``), and how its logits split."""
+
+    tokens: list[int]  # prefix, root, nodes, extras: what the forward runs (M+N+1+E,)
+    positions: list[int]  # their positions (M+N+1+E,)
+    mask: torch.Tensor | None  # (M+N+1+E, M+N+1+E) True = may attend; None causal
+    prefix: int  # M: the context tokens the cache lacked, fed first (a prefill round's)
+    nodes: int  # N+1: the root and the draft's nodes
+    draft_positions: list[int]  # positions of root, nodes and extras (N+1+E,)
+    tree: torch.Tensor | None  # the tree mask (N+1, N+1) over [root + nodes], None for a chain
+    extra: bool  # the draft has extra tokens (Draft.extra)
+
+    def split(self, logits: torch.Tensor):
+        """The forward's logits (M+N+1+E, V) -> (logits (N+1, V) of root and nodes, logits (1+E, V) of
+        the root and the extras or None)"""
+        logits = logits[self.prefix :]
+        if not self.extra:
+            return logits, None
+        n = self.nodes
+        return logits[:n], logits[[0, *range(n, len(self.draft_positions))]]
+
+
+def pass_inputs(target: TargetModel, root: int, draft: Draft, prefix: list[int] = ()) -> VerifyPass:
     """The round's one target forward: the context tokens the cache lacks (``prefix``: a prefill
     round's, else none), then [root + draft nodes] (tree attention for a tree), then the draft's extra
     tokens if it has any (Draft.extra: lookahead's Jacobi window). The prefix is causal and every
     later row sees all of it; the root and the nodes never attend to an extra, so their rows are what
     they would be without them, and (the kernels' rows never depend on the rows beside them) what
-    they would be after a separate prefill. Extras are scratch that keep() never commits.
-    -> (logits (N+1, V) of root and nodes, logits (1+E, V) of the root and the extras or None,
-    positions of root, nodes and extras, the tree mask (N+1, N+1) or None for a chain)"""
+    they would be after a separate prefill. Extras are scratch that keep() never commits."""
     M = len(prefix)
     P, n = target.length + M, 1 + len(draft.tokens)
     tree = None if draft.is_chain else tree_mask(draft.parents)  # (N+1, N+1) over [root + nodes]
     tokens, positions, mask = [root] + draft.tokens, [P] + [P + d for d in draft.depths], tree
     extra = draft.extra
-    if extra is not None and extra.tokens:
+    has_extra = extra is not None and bool(extra.tokens)
+    if has_extra:
         E = len(extra.tokens)
         mask = torch.zeros(n + E, n + E, dtype=torch.bool)  # root and nodes: never an extra
         mask[:n, :n] = tree if tree is not None else torch.ones(n, n, dtype=torch.bool).tril()
@@ -59,10 +81,31 @@ def verify_pass(target: TargetModel, root: int, draft: Draft, prefix: list[int] 
         full = torch.ones(T, T, dtype=torch.bool).tril()  # (M+T', M+T')
         full[M:, M:] = mask
         mask = full
-    logits = target.forward([*prefix, *tokens], [*range(P - M, P), *positions], mask)[M:]  # (N+1+E, V)
-    if extra is None or not extra.tokens:
-        return logits, None, positions, tree
-    return logits[:n], logits[[0, *range(n, len(tokens))]], positions, tree
+    return VerifyPass([*prefix, *tokens], [*range(P - M, P), *positions], mask, M, n, positions, tree, has_extra)
+
+
+def verify_pass(target: TargetModel, root: int, draft: Draft, prefix: list[int] = ()):
+    """``pass_inputs`` and the forward. -> (logits (N+1, V) of root and nodes, logits (1+E, V) of the
+    root and the extras or None, positions of root, nodes and extras, the tree mask (N+1, N+1) or None
+    for a chain)"""
+    vp = pass_inputs(target, root, draft, prefix)
+    logits, extra_logits = vp.split(target.forward(vp.tokens, vp.positions, vp.mask))
+    return logits, extra_logits, vp.draft_positions, vp.tree
+
+
+@dataclass
+class Drafted:
+    """A round between its draft and its verification (``Generation.begin``): what ``finish`` needs."""
+
+    k: int  # the round's K
+    draft: Draft
+    choice: object  # adaptive K's choice, or None
+    shadow: Draft | None  # a draft scored but never verified (adaptive K's idle round)
+    reprefill: bool  # the window moved: the pass prefills the context
+    kv_before: int  # cache entries before the pass's root
+    vp: VerifyPass  # the pass's inputs
+    t0: float  # perf_counter at the round's start
+    t1: float  # ... once drafted
 
 
 class Generation:
@@ -116,11 +159,17 @@ class Generation:
         return min(s.k, s.max_new_tokens - self.generated - 1, room(len(self.tokens), self.target.block_size))
 
     def step(self) -> RoundRecord:
+        """One round: draft, one target forward, accept and trim."""
+        d = self.begin()
+        vp = d.vp
+        return self.finish(d, self.target.forward(vp.tokens, vp.positions, vp.mask))
+
+    def begin(self) -> Drafted:
+        """A round's draft and the inputs of its target forward, which the caller runs (``step``; a
+        batch's one pass over many sequences: specviz/core/batch.py), then hands to ``finish``."""
         if self.done:
             raise RuntimeError("the generation is complete")
         s, T = self.settings, self.settings.temperature
-        B = self.target.block_size
-        L = len(self.tokens)
         k = self.draft_limit
 
         t0 = time.perf_counter()
@@ -149,12 +198,26 @@ class Generation:
         t1 = time.perf_counter()
         reprefill, prefix = self.target.trim_missing(self.tokens)  # a prefill round's context: in the same pass
         kv_before = self.target.length + len(prefix)
-        logits, extra_logits, positions, tree = verify_pass(self.target, self.tokens[-1], draft, prefix)
+        vp = pass_inputs(self.target, self.tokens[-1], draft, prefix)
+        return Drafted(k, draft, choice, shadow, reprefill, kv_before, vp, t0, t1)
+
+    def finish(self, d: Drafted, pass_logits: torch.Tensor, verify_s: float | None = None) -> RoundRecord:
+        """Accept and trim, given the forward's logits over ``d.vp`` (M+N+1+E, V). ``verify_s``: the pass's
+        time when the caller ran it for many sequences (a batch's), else the time since the draft."""
+        t_in = time.perf_counter()
+        T, B, L = self.settings.temperature, self.target.block_size, len(self.tokens)
+        k, draft, choice, shadow, vp = d.k, d.draft, d.choice, d.shadow, d.vp
+        prefix, positions, tree, depths = vp.tokens[: vp.prefix], vp.draft_positions, vp.tree, draft.depths
+        logits, extra_logits = vp.split(pass_logits)
         if extra_logits is not None:
             self.drafter.observe(extra_logits)
         p_rows = probs_from_logits(logits, T)  # (N+1, V)
-
         t2 = time.perf_counter()
+        if verify_s is None:  # the pass ran just before: verify_s counts from the draft, softmax included
+            verify_s = t2 - d.t1
+        else:  # a batch's pass: this sequence's accept counts from here
+            t2 = t_in
+
         verdict = self.verifier.verify(draft, p_rows, T, self.gen)
         path = verdict.path
         M = len(prefix)  # the pass's inputs: prefix, root, nodes
@@ -176,11 +239,11 @@ class Generation:
             index=len(self.trace.rounds),
             context_len=L,
             window_start=window_start(L, B),
-            reprefill=reprefill,
-            kv_before=kv_before,
-            kv_after_verify=kv_before + len(positions),
+            reprefill=d.reprefill,
+            kv_before=d.kv_before,
+            kv_after_verify=d.kv_before + len(positions),
             kv_after_trim=self.target.length,
-            kv_kept=[kv_before] + [kv_before + 1 + i for i in path],
+            kv_kept=[d.kv_before] + [d.kv_before + 1 + i for i in path],
             draft_tokens=draft.tokens,
             draft_parents=draft.parents,
             draft_positions=positions[: 1 + len(draft.tokens)],
@@ -199,8 +262,8 @@ class Generation:
             verify_notes=verdict.notes,
             draft_sampling=draft.sampling,
             prefilled=len(prefix),
-            draft_s=t1 - t0,
-            verify_s=t2 - t1,
+            draft_s=d.t1 - d.t0,
+            verify_s=verify_s,
             extra_tokens=draft.extra.tokens if draft.extra else [],
             extra_positions=positions[1 + len(draft.tokens) :],
         )

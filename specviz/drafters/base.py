@@ -128,6 +128,7 @@ class Drafter:
     glossary = ""  # a paragraph for the lesson's glossary ("" : none)
     drafts = True  # False only for plain decoding, the baseline every figure is measured against
     featured = False  # Home's race opens with it: the fastest lossless drafter in the stored bench run
+    under_load = False  # the batch bench times it at every batch size (specviz/bench/batch.py)
     tree = False  # sends trees, so chains-only verifiers refuse it
     sampled_tree = False  # sends trees of sampled tokens: the tree_sampling knob applies
     shaped = False  # its tree's shape may be Sequoia's instead of grown (the tree_shape knob; adaptive/sequoia.py)

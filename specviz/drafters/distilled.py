@@ -40,6 +40,7 @@ class DistilledDrafter(Drafter):
     summary = "a table of the target's own predictions after short contexts"
     paper = "target distillation, as DistillSpec (Zhou et al., 2024), in a lookup table"
     featured = True
+    under_load = True
 
     @classmethod
     def load(cls, settings, checkpoint):
@@ -93,6 +94,7 @@ class DistilledTreeDrafter(DistilledDrafter):
     summary = "the distilled table, a best-first tree"
     paper = "as distilled; trees as SpecInfer"
     featured = False  # Home's race opens with the chain
+    under_load = False  # the batch bench times the chain
     tree = True
     deterministic = True
     shaped = True

@@ -178,6 +178,7 @@ def head_name(settings) -> str:
 
 class EagleDrafter(Drafter):
     name = "eagle3"
+    under_load = True  # the batch bench's neural head
     summary = "a one-block head on low, middle and top features fused, trained with training-time test"
     paper = "EAGLE-3 (Li et al., 2025)"
     needs = frozenset({"target_cache", "heads"})
@@ -227,6 +228,7 @@ class EagleDrafter(Drafter):
 
 class Eagle1Drafter(EagleDrafter):
     name = "eagle1"
+    under_load = False
     summary = "a one-block head that predicts the target's next top-layer feature from its features"
     paper = "EAGLE (Li et al., 2024)"
 

@@ -14,6 +14,7 @@ from specviz.drafters.bigram import BigramDrafter, laplace
 
 class TrigramDrafter(Drafter):
     name = "trigram"
+    under_load = True  # the batch bench's n-gram
     summary = "character trigram counts, bigram fallback below min_context_count"
     paper = "the trigram post (Adding Trigram to Speculative Decoding)"
 

@@ -64,9 +64,16 @@ def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: i
     (attn_bias, (T, P+T)) allows; None: causal (a prefill, a chain after the cache, one token).
     ``out`` (T, C): where to write the result (a feature buffer's rows), instead of a new tensor.
     -> (T, C) the residual stream after the block"""
+    return block_with(x, w, lambda qkv: attend(qkv, K, V, P, bias, n_head), out)
+
+
+def block_with(x: torch.Tensor, w: tuple, attention, out: torch.Tensor | None = None) -> torch.Tensor:
+    """``lean_block`` with its attention given: ``attention`` (T, 3C) -> (T, C) takes the rows' queries, keys
+    and values (one cache's: lean_block; several sequences', each to its own cache: specviz/kernels/batched.py).
+    Every other step is row by row. -> (T, C)"""
     ln1_w, ln1_b, c_attn, attn_proj, ln2_w, ln2_b, c_fc, mlp_proj = w
     C = x.size(1)
-    y = attend(c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b)), K, V, P, bias, n_head)  # (T, C)
+    y = attention(c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b)))  # (T, C)
     x = x + attn_proj(y)
     h = F.gelu(c_fc(F.layer_norm(x, (C,), ln2_w, ln2_b)))  # (T, 4C)
     return torch.add(x, mlp_proj(h), out=out)

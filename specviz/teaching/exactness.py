@@ -46,6 +46,7 @@ import torch
 
 from models.checkpoint import Checkpoint
 from models.gpt import KVCache
+from specviz.core.batch import Batch
 from specviz.core.engine import Generation
 from specviz.core.sampling import probs_from_logits
 from specviz.core.settings import Settings
@@ -242,10 +243,11 @@ def pit_values(p: torch.Tensor, tokens: torch.Tensor, v: torch.Tensor) -> torch.
 
 
 def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, samples: int, draft_model=None,
-                  n_tokens: int = 3, progress=None, pit_seed: int = 12345) -> ExactnessResult:  # fmt: skip
+                  n_tokens: int = 3, progress=None, pit_seed: int = 12345, batch_size: int = 1) -> ExactnessResult:  # fmt: skip
     """Run ``samples`` speculative generations of K + 1 tokens (seeds settings.seed + i) and test
-    them; ``n_tokens`` (1..3) first tokens are also enumerated exactly. ValueError up front for
-    a request out of bounds."""
+    them; ``n_tokens`` (1..3) first tokens are also enumerated exactly. ``batch_size`` > 1: the runs
+    are decoded batch_size at a time, each inside a batch (specviz/core/batch.py: one target pass per
+    round for all of them). ValueError up front for a request out of bounds."""
     settings.check()
     model, V, B_ctx = target.model, target.config.vocab_size, target.config.block_size
     n = settings.k + 1
@@ -287,16 +289,21 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
         hist.add_(torch.nn.functional.one_hot(idx, bins).sum(0))
         batch.clear()
 
-    for i in range(samples):
-        gen = Generation(target, prompt, replace(run, seed=settings.seed + i), draft_model, drafter=shared)
-        gen.target.copy_from(first.target)
-        tokens = gen.run().tokens  # the n generated ones; the trace is dropped with gen
-        observed[tuple(tokens[:m])] += 1
-        batch.append(tokens)
-        if len(batch) >= step:
-            flush()
-        if progress:
-            progress(i + 1)
+    for lo in range(0, samples, batch_size):
+        gens = []
+        for i in range(lo, min(lo + batch_size, samples)):
+            gen = Generation(target, prompt, replace(run, seed=settings.seed + i), draft_model, drafter=shared)
+            gen.target.copy_from(first.target)
+            gens.append(gen)
+        traces = Batch(gens).run() if batch_size > 1 else [gens[0].run()]
+        for i, trace in enumerate(traces, lo):
+            tokens = trace.tokens  # the n generated ones; the trace is dropped with its generation
+            observed[tuple(tokens[:m])] += 1
+            batch.append(tokens)
+            if len(batch) >= step:
+                flush()
+            if progress:
+                progress(i + 1)
     if batch:
         flush()
     positions = [uniform_test(hist[j]) if not pooled else Test(0.0, 0, None) for j in range(n)]

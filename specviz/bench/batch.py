@@ -1,0 +1,176 @@
+"""Speculation under load: plain decoding and a few drafters, each decoding B sequences together
+(specviz/core/batch.py: one target pass a round for the whole batch), at each batch size B. What it
+shows: at B = 1 a pass is bound by reading the weights, so the K extra rows of a draft ride along almost
+free; as B grows the pass over B (K + 1) rows becomes bound by arithmetic, the extra rows cost what they
+weigh, and speculation stops paying. The batch size where a drafter's speedup falls below 1 is its
+crossover (``crossover``).
+
+The runs are interleaved as the main bench's are (specviz/bench/runner.py): for each repeat, for each
+batch size, every configuration runs once, in a shuffled order (seeded); a configuration's speedup in a
+repeat is plain decoding's time at that batch size over its own, and the row reports the median over
+repeats. Plain decoding also runs a second time in each block, shuffled in with the rest (an A/A pair, as the
+main bench's): its row's ``aa_speedup`` is what noise alone gives a ratio at that batch size. Sequence i of a
+batch decodes prompt i of the presets (cycled) with seed + i. Rows are BenchRows of
+suite "batch" (specviz/bench/rows.py), with ``batch`` and ``rows_per_pass`` (decoding rows: the prefills'
+rows left out); the roofline beside them:
+specviz/bench/roofline.py.
+"""
+
+import datetime
+import gc
+import math
+import os
+import random
+import statistics
+import time
+from dataclasses import asdict
+
+import torch
+
+from models.checkpoint import Checkpoint
+from specviz.adaptive.costs import REFERENCE, cpu_name
+from specviz.adaptive.load import LoadCosts
+from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.bench.rows import BenchRow
+from specviz.bench.timing import bench_settings, quiet_heap
+from specviz.core.batch import Batch
+from specviz.core.engine import Generation
+from specviz.drafters import BASELINE, drafter_class, drafter_names
+from specviz.kernels import native
+from specviz.teaching.presets import PRESETS
+from specviz.verifiers import LOSSLESS
+
+BATCHES = (1, 2, 4, 8, 16, 32, 64)
+AGAIN = "A/A"  # plain decoding's second run at each batch size: what noise alone does to a ratio
+DRAFTERS = drafter_names(under_load=True)  # the distilled table, an n-gram, a neural head on the target
+
+
+def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None) -> dict:
+    """One timed batch of B sequences: its decoding. The generations, their drafters and their prompts'
+    caches are made before the clock starts: decoding is what batching and speculation change, and a prompt's
+    prefill, the same for every configuration, would only dilute the ratios (a window jump's re-prefill,
+    inside the decoding, is timed)."""
+    drafter, k, auto = config
+    draft_model = tiny.model if tiny is not None and "draft_model" in drafter_class(drafter).needs else None
+    base = load.base if load is not None else REFERENCE
+    batch = Batch([Generation(target, prompts[i % len(prompts)], bench_settings(drafter, T, k, n, seed + i, auto),
+                              draft_model, costs=base) for i in range(B)], load if auto else None)  # fmt: skip
+    for g in batch.generations:
+        g.target.sync(g.tokens)
+    quiet_heap()
+    t0 = time.perf_counter()
+    traces = batch.run()
+    seconds = time.perf_counter() - t0
+    sums = [t.summary() for t in traces]
+    total = lambda key: sum(s[key] for s in sums)  # noqa: E731
+    return {"seconds": seconds, "tokens": sum(len(t.tokens) for t in traces), "rounds": total("target_forwards"),
+            "passes": batch.passes, "rows": sum(batch.rows) - batch.prefilled, "tried": total("tried"), "accepted": total("accepted"),
+            "pass_s": batch.pass_s, "draft_s": sum(r.draft_s for t in traces for r in t.rounds),
+            "accept_s": sum(r.accept_s for t in traces for r in t.rounds), "outputs": [t.tokens for t in traces]}  # fmt: skip
+
+
+def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES, drafters=DRAFTERS, k: int = 4,
+                    temperature: float = 0.0, max_new_tokens: int = 64, repeats: int = 3, seed: int = 0,
+                    progress=None, load: LoadCosts | None = None) -> list[dict]:  # fmt: skip
+    """One row per (batch size, configuration): plain decoding first, then each drafter at K = ``k``, and with
+    ``load`` (specviz/adaptive/load.py) each drafter with adaptive K (up to AUTO_K_MAX) priced for the batch.
+    ``progress(done, total)`` after every timed batch."""
+    if not batches or min(batches) < 1 or repeats < 1:
+        raise ValueError("the batch bench needs batch sizes of at least 1 and one repeat")
+    bench_settings(BASELINE, temperature, k, max_new_tokens, seed).check()
+    prompts = [target.tokenizer.encode(p.text) for p in PRESETS]
+    drafters = [d for d in dict.fromkeys(drafters) if d != BASELINE]
+    configs = [(BASELINE, k, False)] + [(d, k, False) for d in drafters]
+    configs += [(d, AUTO_K_MAX, True) for d in drafters if load is not None]
+    order, runs, again = random.Random(seed), {}, {}
+    total, done = repeats * len(batches) * (len(configs) + 1), 0
+    for c in configs:  # untimed: each drafter's tables and heads loaded before the first timed batch
+        batch_run(target, tiny, prompts, c, 1, temperature, 4, seed, load)
+    try:
+        for _ in range(repeats):
+            for B in batches:
+                # every configuration, and plain decoding a second time (the A/A pair), in a shuffled order
+                for c in order.sample([*configs, AGAIN], len(configs) + 1):
+                    out = again.setdefault(B, []) if c == AGAIN else runs.setdefault((B, c), [])
+                    out.append(batch_run(target, tiny, prompts, configs[0] if c == AGAIN else c, B, temperature,
+                                         max_new_tokens, seed, load))  # fmt: skip
+                    done += 1
+                    if progress:
+                        progress(done, total)
+    finally:
+        gc.unfreeze()
+    version = f"specviz (torch {torch.__version__}; {native.backend()})"
+    loadavg, cpu = round(os.getloadavg()[1], 2), cpu_name()
+    today = datetime.datetime.now(datetime.UTC).date().isoformat()
+    rows = []
+    for (B, (d, kd, auto)), reps in runs.items():
+        base = runs[(B, configs[0])]
+        ratios = [b["seconds"] / r["seconds"] for b, r in zip(base, reps, strict=True)]
+        first = reps[0]  # counts are the same in every repeat: same seeds, same work
+        tau = first["tokens"] / first["rounds"]
+        med = lambda key, reps=reps: statistics.median(r[key] for r in reps)  # noqa: E731
+        same = first["outputs"] == base[0]["outputs"] if temperature == 0 else None
+        row = BenchRow(
+            impl="specviz", suite="batch", drafter=d, temperature=temperature, k=kd, k_auto=auto,
+            verification=LOSSLESS, prompts=B, new_tokens=max_new_tokens, repeats=repeats, tokens=first["tokens"],
+            target_forwards=first["passes"], tokens_per_forward=tau,
+            acceptance_rate=first["accepted"] / first["tried"] if first["tried"] else None,
+            seconds=med("seconds"), tokens_per_s=statistics.median(r["tokens"] / r["seconds"] for r in reps),
+            speedup=statistics.median(ratios), fraction_of_ideal=statistics.median(ratios) / tau,
+            draft_s=med("draft_s"), verify_s=med("pass_s"), accept_s=med("accept_s"), draft_cost=None,
+            verify_cost=None, accept_cost=None, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
+            tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
+            memory_mb=None, cpu=cpu, costs=load.base.summary() if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
+            rows_per_pass=first["rows"] / first["passes"],
+            aa_speedup=statistics.median(a["seconds"] / b["seconds"] for a, b in zip(reps, again[B], strict=True))
+            if (d, kd, auto) == configs[0] else None,
+        )  # fmt: skip
+        rows.append(asdict(row))
+    rows.sort(key=lambda r: (r["batch"], configs.index((r["drafter"], r["k"], r["k_auto"]))))
+    return rows
+
+
+def crossover(rows: list[dict], drafter: str, auto: bool = False) -> float | None:
+    """The batch size where ``drafter``'s speedup falls through 1 (interpolated in log2 B between the
+    last batch size where it paid and the first where it did not); None if it never fell, or never paid."""
+    pts = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == drafter
+                 and r.get("k_auto", False) == auto)  # fmt: skip
+    for (b0, s0), (b1, s1) in zip(pts, pts[1:], strict=False):
+        if s0 >= 1 > s1:
+            f = (s0 - 1) / (s0 - s1)
+            return 2 ** (math.log2(b0) + f * (math.log2(b1) - math.log2(b0)))
+    return None
+
+
+def mean_context(target: Checkpoint, max_new_tokens: int) -> float:
+    """The cache entries a sequence's round attends to, on average over the bench's prompts and tokens: its
+    prompt and half its new tokens, within the window (the roofline's keys and values per sequence)."""
+    lengths = [len(target.tokenizer.encode(p.text)) + max_new_tokens / 2 for p in PRESETS]
+    return statistics.mean(min(n, target.config.block_size) for n in lengths)
+
+
+def per_round_cpu(row: dict) -> float:
+    """Seconds a sequence's round costs beside the target pass (drafting, accepting, the engine's own
+    steps), from a row at B = 1: its time less its passes', per round."""
+    rounds = row["tokens"] / row["tokens_per_forward"]
+    return max(0.0, row["seconds"] - row["verify_s"]) / rounds
+
+
+def batch_table(rows: list[dict]) -> str:
+    """The batch bench's rows as a text table: per batch size and configuration, tokens/s, speedup over
+    plain decoding at the same batch (median, min-max over repeats), tau and the rows a pass carried."""
+    lines = [f"{'batch':>5}  {'drafter':<12} {'tokens/s':>9} {'speedup':>8} {'min-max':>11} {'tau':>5} "
+             f"{'rows/pass':>9}"]  # fmt: skip
+    for r in rows:
+        spread = f"{r['speedup_min']:.2f}-{r['speedup_max']:.2f}"
+        name = f"{r['drafter']} auto" if r.get("k_auto") else r["drafter"]
+        lines.append(f"{r['batch']:>5}  {name:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
+                     f"{spread:>11} {r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
+    aa = [f"B={r['batch']} {r['aa_speedup']:.2f}" for r in rows if r.get("aa_speedup") is not None]
+    if aa:
+        lines.append("plain decoding against itself (A/A, what noise alone gives): " + ", ".join(aa))
+    first = rows[0]
+    lines.append(f"{first['cpu']}, {first['threads']} thread(s), load average {first['load_average']}, "
+                 f"{first['new_tokens']} tokens a sequence, T = {first['temperature']:g}, K = {first['k']}, "
+                 f"median of {first['repeats']} interleaved repeats")  # fmt: skip
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,95 @@
+"""Speculation under load: a drafter's speedup over plain decoding against the batch size, measured by the
+batch bench (specviz/bench/batch.py), with its crossover marked (where the speedup falls through 1); and the
+roofline beside it: this CPU's attainable flop/s against a pass's arithmetic intensity, with each batch
+size's passes placed on it (specviz/bench/roofline.py)."""
+
+import plotly.graph_objects as go
+
+from specviz.bench.batch import crossover
+from specviz.charts.figure import LEGEND_BELOW, PARITY_LINE, figure, nothing
+from specviz.charts.palette import BLUE, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from specviz.drafters import BASELINE
+
+SERIES = (BLUE, ORANGE, PURPLE, SKY)  # one per drafter, with its own marker and dash (colour never alone)
+MARKERS, DASHES = ("circle", "square", "diamond", "triangle-up"), ("solid", "dash", "dot", "dashdot")
+
+
+def _drafters(rows: list[dict]) -> list[str]:
+    return [d for d in dict.fromkeys(r["drafter"] for r in rows if r.get("suite") == "batch") if d != BASELINE]
+
+
+def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding, by batch size") -> go.Figure:
+    """``rows``: the batch bench's rows (suite "batch"). One line per drafter at fixed K, the speedup (median
+    over repeats, the min-max range as error bars) at each batch size, 1.0 dotted, each crossover marked; and,
+    where the rows have them, a thin line per drafter with adaptive K priced for the batch."""
+    drafters = _drafters(rows)
+    if not drafters:
+        return nothing(title, "No batch bench rows: python -m specviz bench --batch 1,2,4,8,16,32,64")
+    data, notes = [], []
+    for i, d in enumerate(drafters):
+        auto = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                      and r.get("k_auto", False))  # fmt: skip
+        if auto:
+            c = SERIES[i % len(SERIES)]
+            data.append({"type": "scatter", "mode": "lines+markers", "x": [b for b, _ in auto],
+                         "y": [s for _, s in auto], "name": f"{d}, adaptive K", "opacity": 0.6,
+                         "line": {"color": c, "dash": "dot", "width": 1.5},
+                         "marker": {"symbol": MARKERS[i % len(MARKERS)] + "-open", "size": 8, "color": c},
+                         "hovertemplate": d + ", adaptive K, at B = %{x}: %{y:.2f}×<extra></extra>"})  # fmt: skip
+        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                     and not r.get("k_auto", False))  # fmt: skip
+        xs, ys = [b for b, _ in pts], [r["speedup"] for _, r in pts]
+        up = [r["speedup_max"] - r["speedup"] for _, r in pts]
+        down = [r["speedup"] - r["speedup_min"] for _, r in pts]
+        c = SERIES[i % len(SERIES)]
+        data.append({"type": "scatter", "mode": "lines+markers", "x": xs, "y": ys, "name": d,
+                     "line": {"color": c, "dash": DASHES[i % len(DASHES)]},
+                     "marker": {"symbol": MARKERS[i % len(MARKERS)], "size": 9, "color": c},
+                     "error_y": {"type": "data", "array": up, "arrayminus": down, "color": c, "thickness": 1},
+                     "customdata": [r["tokens_per_forward"] for _, r in pts],
+                     "hovertemplate": d + " at B = %{x}: %{y:.2f}× (τ %{customdata:.2f})<extra></extra>"})  # fmt: skip
+        b = crossover(rows, d)
+        if b is not None:
+            data.append({"type": "scatter", "mode": "markers", "x": [b], "y": [1.0], "name": f"{d}: crossover",
+                         "showlegend": False, "marker": {"symbol": "x", "size": 14, "color": VERMILLION},
+                         "hovertemplate": f"{d} crossover: B ≈ {b:.1f}<extra></extra>"})  # fmt: skip
+            notes.append({"x": b, "y": 1.0, "xref": "x", "yref": "y", "text": f"{d}: B ≈ {b:.0f}", "showarrow": True,
+                          "arrowhead": 2, "ay": 30 + 22 * len(notes), "font": {"color": VERMILLION}})  # fmt: skip
+    layout = {"title": {"text": title + "<br><sub>above 1: speculation pays; × marks where it stops</sub>"},
+              "height": 380, "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
+              "xaxis": {"title": {"text": "sequences decoded together (B)"}, "type": "log", "dtick": 0.30103},
+              "yaxis": {"title": {"text": "speedup (×)"}, "rangemode": "tozero"},
+              "shapes": [PARITY_LINE], "annotations": notes, "legend": dict(LEGEND_BELOW)}  # fmt: skip
+    return figure(data, layout)
+
+
+def roofline_figure(roof, rows: list[dict], context: float, title: str = "The roofline of this CPU") -> go.Figure:
+    """``roof``: a specviz.bench.roofline.Roofline; each batch row's decoding pass placed at its arithmetic
+    intensity and the rate the roofline allows there (attainable flop/s = min(peak, intensity x bandwidth))."""
+    lo, hi = 0.1, max(1000.0, roof.ridge * 20)
+    xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
+    data = [{"type": "scatter", "mode": "lines", "x": xs, "y": [min(roof.peak_flops, x * roof.bandwidth) / 1e9
+                                                                 for x in xs],
+             "name": "roofline", "line": {"color": GREY}, "hoverinfo": "skip"}]  # fmt: skip
+    for i, d in enumerate([BASELINE, *_drafters(rows)]):
+        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                     and not r.get("k_auto", False))  # fmt: skip
+        if not pts:
+            continue
+        ai = [roof.intensity(round(r["rows_per_pass"]), b, round(context)) for b, r in pts]
+        c = GREY if d == BASELINE else SERIES[(i - 1) % len(SERIES)]
+        data.append({"type": "scatter", "mode": "markers+text", "x": ai,
+                     "y": [min(roof.peak_flops, a * roof.bandwidth) / 1e9 for a in ai],
+                     "text": [f"B={b}" for b, _ in pts], "textposition": "top left", "name": d,
+                     "marker": {"symbol": MARKERS[i % len(MARKERS)], "size": 9, "color": c},
+                     "hovertemplate": d + ": %{x:.1f} flop/byte<extra></extra>"})  # fmt: skip
+    sub = (f"peak {roof.peak_flops / 1e9:.0f} Gflop/s, {roof.bandwidth / 1e9:.1f} GB/s, ridge "
+           f"{roof.ridge:.1f} flop/byte: measured here")  # fmt: skip
+    layout = {"title": {"text": f"{title}<br><sub>{sub}</sub>"}, "height": 380,
+              "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
+              "xaxis": {"title": {"text": "arithmetic intensity of a pass (flop/byte)"}, "type": "log"},
+              "yaxis": {"title": {"text": "attainable Gflop/s"}, "type": "log"},
+              "shapes": [{"type": "line", "x0": roof.ridge, "x1": roof.ridge, "y0": 0, "y1": 1, "yref": "paper",
+                          "line": {"dash": "dot", "color": GREY}}],
+              "legend": dict(LEGEND_BELOW)}  # fmt: skip
+    return figure(data, layout)

@@ -1,0 +1,106 @@
+"""The batch bench (specviz/bench/batch.py), its roofline (specviz/bench/roofline.py) and its charts: what
+the rows hold and how the crossover is read off them; the roofline's arithmetic against hand-worked
+figures; the CLI's --batch. No timing is asserted: speed is what the bench reports, never a test."""
+
+import math
+
+import plotly.graph_objects as go
+import pytest
+
+from specviz.bench.batch import batch_table, crossover, run_batch_bench
+from specviz.bench.roofline import (
+    NEVER_PAID,
+    Roofline,
+    predicted_crossover,
+    predicted_speedup,
+    roofline,
+    roofline_lines,
+)
+from specviz.bench.rows import rows_from_jsonl, rows_to_jsonl
+from specviz.charts.batch import crossover_figure, roofline_figure
+from specviz.cli.main import main
+from specviz.drafters import BASELINE
+
+
+def fake(drafter, pts):
+    return [{"suite": "batch", "drafter": drafter, "batch": b, "speedup": s, "speedup_min": s - 0.1,
+             "speedup_max": s + 0.1, "tokens_per_forward": 2.0, "rows_per_pass": b * 5.0} for b, s in pts]  # fmt: skip
+
+
+def test_crossover_is_where_the_speedup_falls_through_one():
+    rows = fake("a", [(1, 2.0), (2, 1.5), (4, 0.8), (8, 0.5)]) + fake("b", [(1, 1.2), (2, 1.1)])
+    assert crossover(rows, "a") == pytest.approx(2 ** (1 + 0.5 / 0.7))  # log2 B interpolated between 2 and 4
+    assert crossover(rows, "b") is None  # never fell
+    assert crossover(fake("c", [(1, 0.9), (2, 0.8)]), "c") is None  # never paid
+
+
+ROOF = Roofline(peak_flops=100e9, bandwidth=10e9, weight_bytes=12_000_000, weight_params=3_000_000,
+                kv_bytes_per_entry=8192, attn_flops_per_entry=4096)  # fmt: skip
+
+
+def test_the_roofline_by_hand():
+    assert ROOF.ridge == 10.0
+    # one row, one sequence, 100 entries: 6.41 Mflop over 12.82 MB, memory-bound: 1.282 ms
+    assert ROOF.flops(1, 1, 100) == 2 * 3_000_000 + 409_600 and ROOF.bytes(1, 1, 100) == 12_819_200
+    assert ROOF.seconds(1, 1, 100) == pytest.approx(12_819_200 / 10e9)
+    assert ROOF.seconds(5, 1, 100) == ROOF.seconds(1, 1, 100)  # 5 rows: still the weights' time
+    big = ROOF.seconds(1000, 1, 100)  # 1000 rows: the arithmetic's time
+    assert big == pytest.approx(1000 * 6_409_600 / 100e9) and big > ROOF.bytes(1000, 1, 100) / 10e9
+    assert ROOF.intensity(20, 1, 100) == pytest.approx(20 * ROOF.intensity(1, 1, 100))
+
+
+def test_predicted_speedup_falls_with_the_batch():
+    # memory-bound at B = 1 and no CPU beside the pass: the whole of tau
+    assert predicted_speedup(ROOF, 1, 5.0, 3.0, 100, 0.0, 0.0) == pytest.approx(3.0)
+    s = [predicted_speedup(ROOF, B, 5.0, 3.0, 100, 0.0, 0.0) for B in (1, 4, 16, 64, 256)]
+    assert s == sorted(s, reverse=True) and s[-1] < 1  # compute-bound at 256 x 5 rows: tau / 5 < 1
+    b = predicted_crossover(ROOF, 5.0, 3.0, 100, 0.0, 0.0)
+    assert b is not None and predicted_speedup(ROOF, math.floor(b), 5.0, 3.0, 100, 0.0, 0.0) >= 1
+    assert predicted_speedup(ROOF, math.ceil(b), 5.0, 3.0, 100, 0.0, 0.0) < 1
+    assert predicted_crossover(ROOF, 5.0, 0.9, 100, 0.0, 0.0) == NEVER_PAID  # tau below 1
+    assert predicted_crossover(ROOF, 1.0, 3.0, 100, 0.0, 0.0) is None  # no extra rows: never falls
+
+
+def test_the_bench_rows(target, tiny):
+    drafters = ("trigram", "eagle3")  # a table and a neural head on the target's features
+    rows = run_batch_bench(target, tiny, batches=(1, 3), drafters=drafters, max_new_tokens=6, repeats=1)
+    assert [(r["batch"], r["drafter"]) for r in rows] == [(b, d) for b in (1, 3) for d in (BASELINE, *drafters)]
+    assert rows_from_jsonl(rows_to_jsonl(rows)) == rows  # valid BenchRows
+    for r in rows:
+        assert r["suite"] == "batch" and r["same_as_baseline"] is True  # T = 0: the same tokens as plain decoding
+        assert r["tokens"] == 6 * r["batch"] and r["prompts"] == r["batch"]
+        if r["drafter"] == BASELINE:
+            assert r["speedup"] == 1.0 and r["rows_per_pass"] == r["batch"] and r["tokens_per_forward"] == 1.0
+            assert r["aa_speedup"] > 0 and r["aa_speedup"] != 1.0  # its second run, timed apart
+        else:
+            assert r["rows_per_pass"] > r["batch"] and r["tokens_per_forward"] > 1 and r["aa_speedup"] is None
+    assert "3  eagle3" in batch_table(rows) and "(A/A, what noise alone gives): B=1 " in batch_table(rows)
+    auto = [dict(r, k_auto=True, rows_per_pass=float(r["batch"])) for r in rows if r["drafter"] != BASELINE]
+    lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows + auto, 150.0)
+    b1 = next(x for x in lines if x.startswith("  B = 1:"))
+    assert b1.count("trigram") == 1 and "trigram 0.5" not in b1  # the fixed-K row's passes, not adaptive K's
+    assert lines[0].startswith("roofline: peak 100.0 Gflop/s") and sum("crossover predicted" in x for x in lines) == 2
+    assert sum("predicted passes only / with CPU / measured: B=1 " in x for x in lines) == 2
+
+
+def test_the_charts_are_valid_plotly():
+    rows = fake("a", [(1, 2.0), (2, 1.5), (4, 0.8)]) + fake(BASELINE, [(1, 1.0), (2, 1.0), (4, 1.0)])
+    fig = crossover_figure(rows)
+    go.Figure(fig.to_dict())
+    marks = [t for t in fig.data if t.name == "a: crossover"]
+    assert len(marks) == 1 and marks[0].x[0] == pytest.approx(crossover(rows, "a"))
+    assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a"]  # plain decoding is the 1.0 line
+    auto = [dict(r, k_auto=True, speedup=1.0) for r in fake("a", [(1, 1.5), (4, 1.0)])]
+    fig = crossover_figure(rows + auto)
+    go.Figure(fig.to_dict())
+    assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a, adaptive K", "a"]
+    assert len([t for t in fig.data if t.name == "a: crossover"]) == 1  # the fixed-K line's, not the adaptive one's
+    go.Figure(roofline_figure(ROOF, rows, 100.0).to_dict())
+    assert "No batch bench rows" in str(crossover_figure([]).to_dict())
+
+
+@pytest.mark.parametrize("flag", ["1,x", "0,4", "", "4,300"])
+def test_bad_batch_sizes_are_one_line(capsys, flag):
+    code = main(["bench", "--batch", flag])
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("error: --batch") and err.count("\n") == 1

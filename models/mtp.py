@@ -62,7 +62,7 @@ class MTPConfig:
 
 def rms_norm(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
     """RMSNorm (DeepSeek's norm): x / rms(x) * weight, over the last dimension. (..., C) -> (..., C)"""
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + RMS_EPS) * weight
+    return F.rms_norm(x, (x.size(-1),), weight, RMS_EPS)
 
 
 class MTPModule(nn.Module):

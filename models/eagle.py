@@ -41,19 +41,15 @@ with any other (EagleError, one line). Weights are stored in float16 (half the f
 accuracy is taken after the round trip) and loaded into the target's dtype.
 """
 
-import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn as nn
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import save_file
 from torch.nn import functional as F
 
-from models.artifacts import ArtifactError, check_artifact, record_artifact, sha256
-from models.checkpoint import atomic_write
 from models.gpt import GPT, Block, GPTConfig
+from models.paired import load_paired, save_paired
 
 FORMAT = "specviz-eagle-1"
 MODELS_DIR = Path(__file__).resolve().parent
@@ -172,37 +168,13 @@ def head_path(name: str) -> Path:
 
 
 def save_head(path, head: EagleHead, target_path, meta: dict) -> None:
-    tensors = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in head.state_dict().items()}
-    header = {"format": FORMAT, "config": json.dumps(asdict(head.config)),
-              "meta": json.dumps(meta | {"target_sha256": sha256(target_path)})}  # fmt: skip
-    atomic_write(Path(path), lambda tmp: save_file(tensors, tmp, metadata=header))
-    record_artifact(path)
+    save_paired(path, head, FORMAT, target_path, meta)
 
 
 def load_head(name: str, target) -> EagleHead:
     """The head ``name`` (eagle1, eagle3, eagle3-nottt, or a path) for this target Checkpoint,
     attached to it, in its dtype, eval mode. Raises EagleError, one line."""
-    path = head_path(name)
-    if not path.is_file():
-        raise EagleError(f"EAGLE head not found: {path} (train it: python -m specviz train-eagle)")
-    try:
-        check_artifact(path)
-        with safe_open(path, framework="pt") as f:
-            header = f.metadata() or {}
-            tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
-        if header.get("format") != FORMAT:
-            raise ValueError("not a specviz EAGLE head")
-        config = EagleConfig(**json.loads(header["config"]))
-        meta = json.loads(header["meta"])
-        head = EagleHead(config)
-        head.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
-    except (ArtifactError, SafetensorError, OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
-        reason = " ".join(str(e).split()) or type(e).__name__
-        raise EagleError(f"cannot load EAGLE head {path}: {reason[:300]}") from None
-    want = meta.get("target_sha256", "")
-    if sha256(target.path) != want:
-        raise EagleError(f"{path.name} was trained on another target (sha256 {want[:12]}…), not "
-                         f"{Path(target.path).name}; retrain it with: python -m specviz train-eagle")  # fmt: skip
-    head.meta = meta
-    dtype = target.model.lm_head.weight.dtype
-    return head.to(dtype).eval().attach(target.model)
+    make = lambda config: EagleHead(EagleConfig(**config))  # noqa: E731
+    return load_paired(head_path(name), target, FORMAT, make, EagleError, "EAGLE head", "train-eagle").attach(
+        target.model
+    )

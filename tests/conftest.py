@@ -125,6 +125,34 @@ def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
     return len(by_start)
 
 
+def assert_training_resumes(args: list[str], tmp_path: Path, monkeypatch, state: str) -> None:
+    """A head's training (`python -m specviz <args>`) interrupted right after it kept its resume state and run
+    again from --resume-dir ends with the same file as an uninterrupted run, and removes its state (files
+    matching ``state``) once the file is written. Shared by train-eagle's and train-mtp's tests."""
+    import torch
+    from safetensors.torch import load_file
+
+    from specviz.cli import main as cli
+    from specviz.training.train import HeadResume
+
+    assert cli.main([*args, "--out", str(tmp_path / "a.safetensors"), "--resume-dir", str(tmp_path / "ra")]) == 0
+    real = HeadResume.save
+
+    def stop_after_saving(self, it, elapsed):
+        real(self, it, elapsed)
+        raise KeyboardInterrupt  # interrupted right after the state at the first eval was kept
+
+    monkeypatch.setattr(HeadResume, "save", stop_after_saving)
+    b = ["--out", str(tmp_path / "b.safetensors"), "--resume-dir", str(tmp_path / "rb")]
+    with pytest.raises(KeyboardInterrupt):
+        cli.main([*args, *b])
+    monkeypatch.setattr(HeadResume, "save", real)
+    assert cli.main([*args, *b]) == 0
+    a, b = load_file(tmp_path / "a.safetensors"), load_file(tmp_path / "b.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert not list((tmp_path / "rb").glob(state))
+
+
 # Exactness checks, shared by the tiny model's (tests/unit/test_exactness.py) and the real
 # target's (tests/statistical/test_exactness_real_target.py): the prompt, the significance level,
 # the lossless paths both test, and what a lossless result must show.

@@ -13,6 +13,7 @@ from models.checkpoint import CheckpointError
 from models.distilled import DistilledError
 from models.eagle import EagleError
 from models.medusa import MedusaError
+from models.mtp import MTPError
 from specviz.cli.errors import CLIError, OneLineParser, one_line
 from specviz.cli.flags import COSTS_HELP, add_run_args
 from specviz.cli.measure import cmd_bench, cmd_bench_chart
@@ -24,9 +25,10 @@ from specviz.cli.training import (
     cmd_model_card,
     cmd_train_eagle,
     cmd_train_medusa,
+    cmd_train_mtp,
 )
 from specviz.teaching.exactness import MAX_SAMPLES
-from specviz.training import distill, train_eagle, train_medusa
+from specviz.training import distill, train_eagle, train_medusa, train_mtp
 from specviz.verifiers import alternatives
 
 
@@ -93,6 +95,9 @@ def build_parser() -> OneLineParser:
     eagle = sub.add_parser("train-eagle", help="train an EAGLE draft head on the frozen target's features")
     train_eagle.add_args(eagle)
     eagle.set_defaults(func=cmd_train_eagle)
+    mtp = sub.add_parser("train-mtp", help="train the MTP modules of the mtp drafter on the frozen target")
+    train_mtp.add_args(mtp)
+    mtp.set_defaults(func=cmd_train_mtp)
     depth = sub.add_parser(
         "eagle-depth", help="acceptance by draft depth: the EAGLE heads and the tiny draft, measured"
     )
@@ -110,7 +115,14 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         args.func(args)
-    except (CLIError, CheckpointError, DistilledError, EagleError, MedusaError) as e:  # a bad artifact: one line
+    except (
+        CLIError,
+        CheckpointError,
+        DistilledError,
+        EagleError,
+        MedusaError,
+        MTPError,
+    ) as e:  # a bad artifact: one line
         print(f"error: {one_line(e)}", file=sys.stderr)
         return 2
     except SystemExit as e:  # --help

@@ -1,5 +1,5 @@
 """The commands that build the shipped artifacts: model-card, export-hf, distill, train-medusa,
-train-eagle and eagle-depth."""
+train-eagle, train-mtp and eagle-depth."""
 
 import json
 import shlex
@@ -11,7 +11,7 @@ import torch
 from models.checkpoint import atomic_write, checkpoint_header, load_checkpoint
 from specviz.cli.errors import CLIError, checked
 from specviz.core.outputs import writable_file, writable_folder
-from specviz.training import distill, train_eagle, train_medusa
+from specviz.training import distill, train_eagle, train_medusa, train_mtp
 from specviz.training.model_card import render_card
 
 
@@ -59,14 +59,23 @@ def cmd_train_medusa(args) -> None:
           f"{meta['val']['head_top1']} (the target's own next token: {meta['val']['target_top1']})")  # fmt: skip
 
 
-def cmd_train_eagle(args) -> None:
+def _train_head(module, args) -> None:
+    """train-eagle, train-mtp: check the flags against the target's header, train, say what was written."""
     config, _, _ = checkpoint_header(args.target)
-    checked(train_eagle.check_args, args, config.block_size)
+    checked(module.check_args, args, config.block_size)
     command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
-    meta = train_eagle.train(args, command)
+    meta = module.train(args, command)
     acc = meta["val_depth_accuracy"]
     print(f"wrote {args.out} in {meta['train_seconds'] / 60:.1f} min; val greedy acceptance by depth 1..{len(acc['cumulative'])}: "
           f"{acc['cumulative']} (conditional {acc['conditional']}, {acc['windows']} windows)")  # fmt: skip
+
+
+def cmd_train_eagle(args) -> None:
+    _train_head(train_eagle, args)
+
+
+def cmd_train_mtp(args) -> None:
+    _train_head(train_mtp, args)
 
 
 def cmd_eagle_depth(args) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 
 from models.distilled import MAX_CONTEXT
+from models.mtp import MTPConfig
 from specviz.adaptive.sequoia import SHAPES
 from specviz.core.markup import cut
 from specviz.drafters import BASELINE, drafter_class, drafter_names
@@ -196,6 +197,9 @@ class Settings:
                                  "confidence.", lo=1, hi=64, **_n("eagle3-tree"))  # fmt: skip
     eagle_tree_children: int = knob(3, "children per node", "The most children a node gets.", lo=1, hi=8,
                                     **_n("eagle3-tree"))  # fmt: skip
+    mtp_modules: int = knob(MTPConfig.depth, "modules (D)", f"Module k drafts depth k, so a round drafts min(K, D) "
+                            f"characters: there is no module past the {MTPConfig.depth} trained, and a K above D "
+                            "drafts D.", lo=1, hi=MTPConfig.depth, **_n("mtp"))  # fmt: skip
 
     def check(self) -> None:
         """Raise ValueError with a user-facing sentence for settings out of range, or a verifier that

@@ -10,6 +10,7 @@ from specviz.drafters.eagle_tree import EagleTreeDrafter
 from specviz.drafters.layer_skip import LayerSkipDrafter
 from specviz.drafters.lookahead import LookaheadDrafter
 from specviz.drafters.medusa import MedusaDrafter
+from specviz.drafters.mtp import MTPDrafter
 from specviz.drafters.nasd import NASDDrafter
 from specviz.drafters.neural import NeuralDrafter
 from specviz.drafters.neural_tree import NeuralTreeDrafter
@@ -47,6 +48,7 @@ for _cls in (  # the order the CLI, the app and the atlas list them in
     Eagle1Drafter,
     EagleDrafter,
     EagleTreeDrafter,
+    MTPDrafter,
 ):
     register(_cls)
 

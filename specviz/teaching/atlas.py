@@ -45,10 +45,23 @@ class Method:
         return f"step?{urlencode({'drafter': self.drafter, 'verification': self.verification, 'preset': self.preset})}"
 
 
+FAMILY = "heads"  # a Drafter.needs entry: drafters that read the target's own features (Medusa, EAGLE, MTP)
+
+
+def atlas_order() -> list[str]:
+    """The registered drafters in registry order, except that every drafter whose ``needs`` holds FAMILY
+    sits with the first one registered, so the heads on the target's features (Medusa's, EAGLE-1's,
+    EAGLE-3's, the MTP modules) are rows side by side, however the registry lists them."""
+    names = list(REGISTRY)
+    family = [i for i, n in enumerate(names) if FAMILY in REGISTRY[n].needs]
+    first = family[0] if family else 0
+    return [names[i] for i in sorted(range(len(names)), key=lambda i: (first if i in family else i, i))]
+
+
 def methods() -> tuple[Method, ...]:
-    """Every registered drafter under token-wise verification, then every rule with the drafters it is
-    shown with (Verifier.showcase): read from the registries when asked, so a new method is listed."""
-    out = [Method(name, cls.summary, cls.paper, cls.preset) for name, cls in REGISTRY.items()]
+    """Every registered drafter under token-wise verification (atlas_order), then every rule with the
+    drafters it is shown with (Verifier.showcase): read from the registries when asked, so a new method is listed."""
+    out = [Method(name, REGISTRY[name].summary, REGISTRY[name].paper, REGISTRY[name].preset) for name in atlas_order()]
     for v in VERIFIERS.values():
         for name in v.showcase:
             cls = drafter_class(name)

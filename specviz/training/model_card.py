@@ -11,6 +11,8 @@ from models.distilled import DEFAULT_PATH, load_table
 from models.eagle import HEAD_NAMES, MODELS_DIR, load_head
 from models.medusa import DEFAULT_PATH as MEDUSA_PATH
 from models.medusa import cached_heads
+from models.mtp import DEFAULT_PATH as MTP_PATH
+from models.mtp import load_mtp
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
 from specviz.training.distill import build_path
@@ -126,6 +128,30 @@ def eagle_section() -> list[str]:
     return out
 
 
+def mtp_section() -> list[str]:
+    """The MTP modules' card, from their header (models/mtp.py)."""
+    if not MTP_PATH.is_file():
+        return []
+    m = load_mtp(MTP_PATH, load_checkpoint("target")).meta
+    acc, D = m["val_depth_accuracy"], len(m["val_depth_accuracy"]["cumulative"])
+    return ["## MTP modules", "",
+            f"DeepSeek-V3's multi-token prediction as a drafter (`models/mtp.py`, drafter `mtp`): {D} modules, one per "
+            "draft depth, each RMSNorm on the previous depth's state and on the embedding of the token k steps on, a "
+            "projection from 2C to C and one transformer block, sharing the target's embedding, final norm and "
+            "lm_head. DeepSeek trains them with the model (their loss also shapes the trunk); these are trained "
+            "afterwards on the frozen target, with the target's own distributions as labels. Paired with "
+            "`models/target.safetensors` by sha256 and refused with any other target. Validation as for the EAGLE "
+            "heads (`specviz.training.train_mtp.depth_accuracy`, the modules drafting greedily as the drafter does).",
+            "", "| | |", "|---|---|",
+            f"| training | {m['iterations']} iterations x {m['batch_size']} windows of {m['block']}, "
+            f"{m['train_seconds'] / 60:.1f} min, {m['threads']} thread (torch {m['torch']}) |",
+            f"| final losses (CE from the target's distribution, by depth) | {m['final_losses']} |",
+            f"| val greedy acceptance by depth 1..{D} | {' / '.join(f'{c:.2f}' for c in acc['cumulative'])} |",
+            f"| conditional (depth d given d - 1) | {' / '.join(f'{c:.2f}' for c in acc['conditional'])} |",
+            f"| file | `models/mtp.safetensors`, {MTP_PATH.stat().st_size / 1e6:.1f} MB, sha256 "
+            f"`{sha256(MTP_PATH)[:16]}…` |", "", *command_lines("Trained", m["command"])]  # fmt: skip
+
+
 def render_card() -> str:
     out = [
         "# Model cards",
@@ -183,4 +209,5 @@ def render_card() -> str:
         "",
     ]
     out += eagle_section()
+    out += mtp_section()
     return "\n".join(out)

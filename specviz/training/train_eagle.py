@@ -4,7 +4,7 @@ The target never trains: each batch's features are computed under no_grad, on th
 of --block + 1 characters from the first 90% of the corpus, the target's training split), and the
 head learns what models/eagle.py describes: EAGLE-1 (feature regression + 0.1 CE, step 0 only),
 EAGLE-3 with training-time test (--ttt-steps unrolled steps, summed CE), or EAGLE-3 without it
-(--no-ttt: step 0 only). AdamW, warmup then cosine decay, as specviz/training/train.py; every step reseeds
+(--no-ttt: step 0 only). AdamW, warmup then cosine decay (specviz/training/heads.py fit); every step reseeds
 from (seed, step), so a run resumed from --resume-dir takes the same batches as an uninterrupted one.
 
 Validation (the last 10%): ``depth_accuracy`` drafts greedily from the end of evenly spaced
@@ -16,20 +16,14 @@ chance of depth d given that the draft got that far).
 
 import argparse
 import hashlib
-import math
-import sys
-import time
-from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from tqdm import tqdm
 
 from models.checkpoint import load_checkpoint
 from models.eagle import EagleConfig, EagleHead, save_head
-from specviz.core.outputs import writable_file, writable_folder
-from specviz.training.distill import DEFAULT_CORPUS
-from specviz.training.train import HeadResume, split
+from specviz.training import heads
+from specviz.training.train import split
 
 DEPTHS = 4
 LAYERS = {1: (3,), 3: (0, 1, 3)}  # see models/eagle.py for why (0, 1, 3)
@@ -50,37 +44,14 @@ def head_draft(head: EagleHead, feats: torch.Tensor, tokens: torch.Tensor, k: in
     return torch.cat(out, dim=1)
 
 
-@torch.no_grad()
-def depth_accuracy(head: EagleHead, target, ids: torch.Tensor, windows: int = 256, block: int = 128,
-                   depths: int = DEPTHS, batch: int = 64) -> dict:  # fmt: skip
-    """Greedy acceptance by draft depth on ``ids`` (see the module docstring). -> {"cumulative":
-    [d1..], "conditional": [...], "windows": n}"""
+def depth_accuracy(head: EagleHead, target, ids: torch.Tensor, windows: int = 256, block: int = 128) -> dict:
+    """Greedy acceptance by draft depth on ``ids`` (see the module docstring and heads.depth_accuracy)."""
     was = head.training
     head.eval()
-    last = len(ids) - block - depths - 1
-    starts = torch.linspace(0, last, windows).long().tolist()
-    match = torch.zeros(depths)
-    for i in range(0, windows, batch):
-        ctx = torch.stack([ids[s : s + block] for s in starts[i : i + batch]])  # (B, block), the last is the root
-        seq = ctx
-        for _ in range(depths):  # the target's greedy continuation
-            logits, _ = target(seq, torch.arange(seq.size(1)))
-            seq = torch.cat([seq, logits[:, -1:].argmax(-1)], dim=1)
-        greedy = seq[:, block:]  # (B, depths)
-        feats = target.features(ctx[:, :-1], head.config.layers)  # (F, B, block - 1, C)
-        drafts = head_draft(head, feats, ctx[:, 1:], depths)  # (B, depths)
-        match += (drafts == greedy).long().cumprod(1).sum(0)
+    draft = lambda ctx: head_draft(head, target.features(ctx[:, :-1], head.config.layers), ctx[:, 1:], DEPTHS)  # noqa: E731
+    acc = heads.depth_accuracy(draft, target, ids, DEPTHS, windows, block)
     head.train(was)
-    cum = (match / windows).tolist()
-    cond = [c / p if p else 0.0 for c, p in zip(cum, [1.0] + cum[:-1], strict=True)]
-    return {"cumulative": [round(c, 4) for c in cum], "conditional": [round(c, 4) for c in cond], "windows": windows}
-
-
-def learning_rate(it: int, args) -> float:
-    if it < args.warmup_iters:
-        return args.lr * (it + 1) / (args.warmup_iters + 1)
-    ratio = (it - args.warmup_iters) / max(1, args.max_iters - args.warmup_iters)
-    return args.min_lr + 0.5 * (1.0 + math.cos(math.pi * min(ratio, 1.0))) * (args.lr - args.min_lr)
+    return acc
 
 
 def add_args(p: argparse.ArgumentParser) -> None:
@@ -88,19 +59,7 @@ def add_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-ttt", action="store_true", help="EAGLE-3 without training-time test (step 0 only)")
     p.add_argument("--ttt-steps", type=int, default=4, help="EAGLE-3: steps unrolled in training (2..8)")
     p.add_argument("--out", required=True, help="the head to write (.safetensors), e.g. models/eagle3.safetensors")
-    p.add_argument("--data", default=str(DEFAULT_CORPUS), help="the corpus (Tiny Shakespeare)")
-    p.add_argument("--target", default="target", help="the frozen target checkpoint")
-    p.add_argument("--max-iters", type=int, default=1000)
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--block", type=int, default=128, help="window length (head entries per sequence)")
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--seed", type=int, default=1337)
-    p.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    p.add_argument("--eval-interval", type=int, default=250, help="iterations between checkpoints and a quick eval")
-    p.add_argument("--eval-windows", type=int, default=256, help="validation windows of the final accuracy")
-    p.add_argument(
-        "--resume-dir", default=str(Path.home() / ".cache" / "specviz"), help="where the resume state is kept"
-    )
+    heads.add_head_args(p, max_iters=1000, batch_size=16, eval_interval=250)
 
 
 def check_args(args, block_size: int) -> None:
@@ -109,18 +68,7 @@ def check_args(args, block_size: int) -> None:
         raise ValueError("--no-ttt applies to --variant 3 only (EAGLE-1 trains step 0 only)")
     if not 2 <= args.ttt_steps <= 8:
         raise ValueError(f"--ttt-steps must be between 2 and 8, got {args.ttt_steps}")
-    if not 1 <= args.max_iters <= 1_000_000 or not 1 <= args.batch_size <= 4096:
-        raise ValueError("--max-iters must be 1..1000000 and --batch-size 1..4096")
-    if not 8 <= args.block < block_size:
-        raise ValueError(f"--block must be between 8 and {block_size - 1}, got {args.block}")
-    if not 1 <= args.threads <= 256 or not args.eval_interval >= 1 or not 1 <= args.eval_windows <= 100_000:
-        raise ValueError("--threads must be 1..256, --eval-interval 1 or more, --eval-windows 1..100000")
-    if not (0 < args.lr < 1):
-        raise ValueError(f"--lr must be between 0 and 1, got {args.lr}")
-    if not Path(args.data).is_file():
-        raise ValueError(f"corpus not found: {args.data}")
-    writable_file(args.out)
-    writable_folder(args.resume_dir)
+    heads.check_head_args(args, 8, block_size - 1)
 
 
 def train(args, command: str) -> dict:
@@ -133,46 +81,23 @@ def train(args, command: str) -> dict:
     steps = 1 if args.variant == 1 or args.no_ttt else args.ttt_steps
     config = EagleConfig(args.variant, LAYERS[args.variant], model.config.n_embd, model.config.n_head,
                          model.config.vocab_size, steps)  # fmt: skip
-    args.warmup_iters, args.min_lr = min(100, args.max_iters // 10), args.lr / 10
     torch.manual_seed(args.seed)
     head = EagleHead(config).attach(model)
-    opt = torch.optim.AdamW(head.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=0.0)
-    # One resume state per (output, config, run length): never continued with other settings.
-    tag = hashlib.sha256(f"{Path(args.out).resolve()} {asdict(config)} {args.max_iters} {args.batch_size} "
-                         f"{args.block} {args.seed} {args.lr}".encode()).hexdigest()[:16]  # fmt: skip
-    resume = HeadResume(Path(args.resume_dir) / f"eagle-{tag}.pt", head, opt)
-    start, elapsed = resume.load(args.out)
-
-    def save_state(it: int) -> None:
-        resume.save(it, elapsed)
-
+    opt, resume = heads.optimiser(head, args, "eagle")
     T = args.block
-    head.train()
-    bar = tqdm(range(start, args.max_iters), initial=start, total=args.max_iters, desc=f"training {Path(args.out).name}",
-               unit="it", file=sys.stderr)  # fmt: skip
-    metrics = {}
-    for it in bar:
-        t0 = time.perf_counter()
-        gen = torch.Generator().manual_seed(args.seed * 1_000_003 + it)
-        for group in opt.param_groups:
-            group["lr"] = learning_rate(it, args)
-        ix = torch.randint(len(train_ids) - T - 2, (args.batch_size,), generator=gen).tolist()
-        x = torch.stack([train_ids[i : i + T + 1] for i in ix])  # (B, T+1)
+
+    def batch_loss(gen):
+        x = heads.batch_windows(train_ids, T + 1, args.batch_size, gen)  # (B, T+1)
         with torch.no_grad():
             feats = model.features(x, config.layers)  # (F, B, T+1, C), the frozen target
         # entry i reads (f_i, x_{i+1}); its labels are the top feature f_{i+1} and p_{i+1}
-        loss, metrics = head.loss(feats[:, :, :T], x[:, 1:], feats[-1][:, 1:], steps)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(head.parameters(), 1.0)
-        opt.step()
-        elapsed += time.perf_counter() - t0
-        bar.set_postfix({k: f"{v:.3f}" for k, v in metrics.items()})
-        if (it + 1) % args.eval_interval == 0 and it + 1 < args.max_iters:
-            acc = depth_accuracy(head, model, val_ids, windows=min(64, args.eval_windows), block=T)
-            bar.write(f"iter {it + 1}: {metrics}, val greedy acceptance by depth (64 windows) {acc['cumulative']}")
-            save_state(it + 1)
-    bar.close()
+        return head.loss(feats[:, :, :T], x[:, 1:], feats[-1][:, 1:], steps)
+
+    def quick_eval() -> str:
+        acc = depth_accuracy(head, model, val_ids, windows=min(64, args.eval_windows), block=T)
+        return f"val greedy acceptance by depth (64 windows) {acc['cumulative']}"
+
+    metrics, elapsed = heads.fit(head, opt, args, resume, batch_loss, quick_eval)
     meta = {"command": command, "iterations": args.max_iters, "train_seconds": round(elapsed, 1),
             "threads": args.threads, "batch_size": args.batch_size, "block": T, "seed": args.seed, "lr": args.lr,
             "ttt_steps": steps, "final_losses": {k: round(v, 4) for k, v in metrics.items()},

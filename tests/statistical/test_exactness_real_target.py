@@ -45,6 +45,7 @@ REAL_TARGET_MODES = [
     ("lookahead", "deterministic tree", "lossless", 9000),
     ("eagle3", "sampled chain", "lossless", 9000),
     ("eagle3-tree", "sampled tree", "lossless", 9000),
+    ("mtp", "sampled chain", "lossless", 9200),  # one MTP module per depth: K = 4 = D covers every depth
 ]
 
 

@@ -7,8 +7,8 @@ from specviz.bench.memory import drafter_megabytes, held_bytes
 from specviz.charts.atlas import figures_frame, sources_frame
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.drafters import drafter_names
-from specviz.teaching.atlas import atlas_rows, bench_row, methods
+from specviz.drafters import drafter_class, drafter_names
+from specviz.teaching.atlas import atlas_order, atlas_rows, bench_row, methods
 from specviz.teaching.presets import preset
 from specviz.verifiers import VERIFIERS
 
@@ -21,6 +21,15 @@ def test_every_drafter_and_rule_has_its_entry():
     assert all(m.verification in VERIFIERS and preset(m.preset) for m in METHODS)
     assert len({m.name for m in METHODS}) == len(METHODS)
     assert {m.lossless for m in METHODS} == {True, False}  # the lossy rules are in the atlas too, labelled
+
+
+def test_the_heads_on_the_targets_features_sit_side_by_side():
+    """Medusa, EAGLE-1, EAGLE-3 and MTP all read the target's own features: the atlas lists them together,
+    from their needs trait, wherever the registry puts them."""
+    names = [m.drafter for m in METHODS if m.verification == "lossless"]
+    family = [i for i, d in enumerate(names) if "heads" in drafter_class(d).needs]
+    assert family == list(range(family[0], family[0] + len(family))) and len(family) >= 4
+    assert sorted(atlas_order()) == sorted(DRAFTERS) and atlas_order()[0] == DRAFTERS[0]
 
 
 def row(drafter, T, speedup, auto=False, verification="lossless"):

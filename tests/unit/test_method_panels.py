@@ -16,6 +16,7 @@ def test_each_method_names_panels_that_exist():
         "eagle1": ("eagle features",),
         "eagle3": ("eagle features",),
         "eagle3-tree": ("eagle features",),
+        "mtp": ("mtp modules",),
         "block": ("block weights",),
         "traversal": ("traversal tries",),
         "traversal-token-residual": ("traversal tries",),

@@ -101,6 +101,9 @@ def ttt_mask(T: int, j: int) -> torch.Tensor:
 
 
 class EagleHead(nn.Module):
+    # How its file is told apart and named in errors; a head built on this one (models/dflash.py) sets its own.
+    FORMAT, CONFIG, KIND, TRAIN = FORMAT, EagleConfig, "EAGLE head", "train-eagle"
+
     def __init__(self, config: EagleConfig):
         super().__init__()
         self.config = config
@@ -173,36 +176,37 @@ def head_path(name: str) -> Path:
 
 def save_head(path, head: EagleHead, target_path, meta: dict) -> None:
     tensors = {k: v.detach().to("cpu", torch.float16).contiguous() for k, v in head.state_dict().items()}
-    header = {"format": FORMAT, "config": json.dumps(asdict(head.config)),
+    header = {"format": head.FORMAT, "config": json.dumps(asdict(head.config)),
               "meta": json.dumps(meta | {"target_sha256": sha256(target_path)})}  # fmt: skip
     atomic_write(Path(path), lambda tmp: save_file(tensors, tmp, metadata=header))
     record_artifact(path)
 
 
-def load_head(name: str, target) -> EagleHead:
+def load_head(name: str, target, cls: type[EagleHead] = EagleHead) -> EagleHead:
     """The head ``name`` (eagle1, eagle3, eagle3-nottt, or a path) for this target Checkpoint,
-    attached to it, in its dtype, eval mode. Raises EagleError, one line."""
+    attached to it, in its dtype, eval mode; ``cls`` the head's class (its FORMAT, CONFIG and names).
+    Raises EagleError, one line."""
     path = head_path(name)
     if not path.is_file():
-        raise EagleError(f"EAGLE head not found: {path} (train it: python -m specviz train-eagle)")
+        raise EagleError(f"{cls.KIND} not found: {path} (train it: python -m specviz {cls.TRAIN})")
     try:
         check_artifact(path)
         with safe_open(path, framework="pt") as f:
             header = f.metadata() or {}
             tensors = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 (safe_open is not iterable)
-        if header.get("format") != FORMAT:
-            raise ValueError("not a specviz EAGLE head")
-        config = EagleConfig(**json.loads(header["config"]))
+        if header.get("format") != cls.FORMAT:
+            raise ValueError(f"not a specviz {cls.KIND}")
+        config = cls.CONFIG(**json.loads(header["config"]))
         meta = json.loads(header["meta"])
-        head = EagleHead(config)
+        head = cls(config)
         head.load_state_dict({k: v.float() for k, v in tensors.items()}, strict=True)
     except (ArtifactError, SafetensorError, OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
         reason = " ".join(str(e).split()) or type(e).__name__
-        raise EagleError(f"cannot load EAGLE head {path}: {reason[:300]}") from None
+        raise EagleError(f"cannot load {cls.KIND} {path}: {reason[:300]}") from None
     want = meta.get("target_sha256", "")
     if sha256(target.path) != want:
         raise EagleError(f"{path.name} was trained on another target (sha256 {want[:12]}…), not "
-                         f"{Path(target.path).name}; retrain it with: python -m specviz train-eagle")  # fmt: skip
+                         f"{Path(target.path).name}; retrain it with: python -m specviz {cls.TRAIN}")  # fmt: skip
     head.meta = meta
     dtype = target.model.lm_head.weight.dtype
     return head.to(dtype).eval().attach(target.model)

@@ -317,3 +317,31 @@ def shown(markdown: str) -> str:
     import re
 
     return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown)
+
+
+def assert_training_resumes(args: list[str], tmp_path, monkeypatch, prefix: str) -> None:
+    """A head-training command (``args``, without --out and --resume-dir) interrupted right after it kept its state
+    and run again from --resume-dir ends with the same file as an uninterrupted run, and removes its state
+    (named ``prefix``-*.pt) once the head is written."""
+    import torch
+    from safetensors.torch import load_file
+
+    from specviz.cli import main as cli
+    from specviz.training.train import HeadResume
+
+    assert cli.main([*args, "--out", str(tmp_path / "a.safetensors"), "--resume-dir", str(tmp_path / "ra")]) == 0
+    real = HeadResume.save
+
+    def stop_after_saving(self, it, elapsed):
+        real(self, it, elapsed)
+        raise KeyboardInterrupt  # interrupted right after the state was kept
+
+    monkeypatch.setattr(HeadResume, "save", stop_after_saving)
+    b = ["--out", str(tmp_path / "b.safetensors"), "--resume-dir", str(tmp_path / "rb")]
+    with pytest.raises(KeyboardInterrupt):
+        cli.main([*args, *b])
+    monkeypatch.setattr(HeadResume, "save", real)
+    assert cli.main([*args, *b]) == 0
+    a, b = load_file(tmp_path / "a.safetensors"), load_file(tmp_path / "b.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert not list((tmp_path / "rb").glob(f"{prefix}-*.pt"))

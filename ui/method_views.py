@@ -14,6 +14,7 @@ from ui.block_view import block_panel
 from ui.eagle_view import eagle_panel
 from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel
+from ui.parallel_view import parallel_panel
 from ui.traversal_view import traversal_view
 
 # name -> panel(record, vocab) -> None; drawn in this order. One line per method.
@@ -23,6 +24,7 @@ PANELS: dict[str, Callable[[RoundRecord, list[str]], None]] = {
     "lookahead window": lookahead_panel,
     "medusa heads": medusa_panel,
     "eagle features": eagle_panel,
+    "parallel slots": parallel_panel,
 }
 TRIE = "n-gram trie"  # the trie drafter's trie, drawn by the tree page (ui/tree_view.py)
 TREE_PAGE_PANELS = (TRIE,)  # named by drafters, drawn on the tree page rather than here

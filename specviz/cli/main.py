@@ -22,11 +22,12 @@ from specviz.cli.training import (
     cmd_eagle_depth,
     cmd_export_hf,
     cmd_model_card,
+    cmd_train_dflash,
     cmd_train_eagle,
     cmd_train_medusa,
 )
 from specviz.teaching.exactness import MAX_SAMPLES
-from specviz.training import distill, train_eagle, train_medusa
+from specviz.training import distill, train_dflash, train_eagle, train_medusa
 from specviz.verifiers import alternatives
 
 
@@ -70,6 +71,8 @@ def build_parser() -> OneLineParser:
         b.add_argument(f"--no-{rule}", action="store_true", help=f"skip the {rule}-verification rows ({shape}, T > 0)")
     b.add_argument("--no-lossy", action="store_true",
                    help="skip the lossy methods' rows (NASD's own rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
+    b.add_argument("--drafters", default=None,
+                   help="comma-separated drafters to run (the baseline always runs); default: every registered one")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     b.set_defaults(func=cmd_bench)
@@ -91,6 +94,11 @@ def build_parser() -> OneLineParser:
     eagle = sub.add_parser("train-eagle", help="train an EAGLE draft head on the frozen target's features")
     train_eagle.add_args(eagle)
     eagle.set_defaults(func=cmd_train_eagle)
+    dflash = sub.add_parser(
+        "train-dflash", help="train the parallel (DFlash) draft head on the frozen target's features"
+    )
+    train_dflash.add_args(dflash)
+    dflash.set_defaults(func=cmd_train_dflash)
     depth = sub.add_parser(
         "eagle-depth", help="acceptance by draft depth: the EAGLE heads and the tiny draft, measured"
     )

@@ -11,6 +11,7 @@ from specviz.cli.errors import CLIError, checked
 from specviz.cli.flags import cost_curve
 from specviz.core.outputs import writable_file
 from specviz.core.settings import Settings
+from specviz.drafters import drafter_class
 from specviz.teaching.presets import PRESETS, preset
 from specviz.verifiers import alternatives
 
@@ -30,6 +31,11 @@ def cmd_bench(args) -> None:
     if args.threads is not None and not 1 <= args.threads <= 256:
         raise CLIError(f"--threads must be between 1 and 256, got {args.threads}")
     checked(Settings(k=args.k, max_new_tokens=max_new_tokens, seed=args.seed).check)
+    drafters = None
+    if args.drafters is not None:
+        drafters = [d.strip() for d in args.drafters.split(",") if d.strip()]
+        for d in drafters or [""]:
+            checked(drafter_class, d)
     if args.out is not None:
         checked(writable_file, args.out)
     for name in ("target", "tiny"):
@@ -45,7 +51,7 @@ def cmd_bench(args) -> None:
             bar.total = total
             bar.update(done - bar.n)
 
-        rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
+        rows = bench.run_bench(target, tiny, prompts, drafters, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
                                rules=tuple(r for r in alternatives() if not getattr(args, f"no_{r}")), lossy=not args.no_lossy,
                                costs=costs)  # fmt: skip

@@ -1,5 +1,5 @@
 """The commands that build the shipped artifacts: model-card, export-hf, distill, train-medusa,
-train-eagle and eagle-depth."""
+train-eagle, train-dflash and eagle-depth."""
 
 import json
 import shlex
@@ -11,7 +11,7 @@ import torch
 from models.checkpoint import atomic_write, checkpoint_header, load_checkpoint
 from specviz.cli.errors import CLIError, checked
 from specviz.core.outputs import writable_file, writable_folder
-from specviz.training import distill, train_eagle, train_medusa
+from specviz.training import distill, train_dflash, train_eagle, train_medusa
 from specviz.training.model_card import render_card
 
 
@@ -67,6 +67,15 @@ def cmd_train_eagle(args) -> None:
     acc = meta["val_depth_accuracy"]
     print(f"wrote {args.out} in {meta['train_seconds'] / 60:.1f} min; val greedy acceptance by depth 1..{len(acc['cumulative'])}: "
           f"{acc['cumulative']} (conditional {acc['conditional']}, {acc['windows']} windows)")  # fmt: skip
+
+
+def cmd_train_dflash(args) -> None:
+    config, _, _ = checkpoint_header(args.target)
+    checked(train_dflash.check_args, args, config.block_size)
+    command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    meta = train_dflash.train(args, command)
+    print(f"wrote {args.out} in {meta['train_seconds'] / 60:.1f} min; val greedy acceptance by slot 1..{args.slots}: "
+          f"{meta['val_slot_accuracy']['cumulative']} ({meta['val_slot_accuracy']['windows']} windows)")  # fmt: skip
 
 
 def cmd_eagle_depth(args) -> None:

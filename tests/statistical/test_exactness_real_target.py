@@ -45,6 +45,9 @@ REAL_TARGET_MODES = [
     ("lookahead", "deterministic tree", "lossless", 9000),
     ("eagle3", "sampled chain", "lossless", 9000),
     ("eagle3-tree", "sampled tree", "lossless", 9000),
+    ("dflash", "sampled chain", "lossless", 9300),  # K slots from one head pass, each drawn from its own q
+    ("dflash-tree", "deterministic tree", "lossless", 9300),  # DDTree: best first from the slots' distributions
+    ("dflash-tree", "deterministic tree", "traversal", 9300),
 ]
 
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+from conftest import assert_training_resumes
 
 from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_head, ttt_mask
 from specviz.cli import main as cli
@@ -15,7 +16,6 @@ from specviz.drafters.eagle import EagleDrafter, HeadCache
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
-from specviz.training.train import HeadResume
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
 
@@ -129,25 +129,7 @@ def test_train_eagle_resumes_where_it_stopped(tmp_path, monkeypatch):
     corpus.write_text("".join(p.text for p in PRESETS) * 2)
     args = ["train-eagle", "--variant", "3", "--data", str(corpus), "--max-iters", "4", "--eval-interval", "2",
             "--batch-size", "2", "--block", "16", "--eval-windows", "4", "--ttt-steps", "2"]  # fmt: skip
-    assert cli.main([*args, "--out", str(tmp_path / "a.safetensors"), "--resume-dir", str(tmp_path / "ra")]) == 0
-
-    real = HeadResume.save
-
-    def stop_after_saving(self, it, elapsed):
-        real(self, it, elapsed)
-        raise KeyboardInterrupt  # interrupted right after the state at iteration 2 was kept
-
-    monkeypatch.setattr(HeadResume, "save", stop_after_saving)
-    b = ["--out", str(tmp_path / "b.safetensors"), "--resume-dir", str(tmp_path / "rb")]
-    with pytest.raises(KeyboardInterrupt):
-        cli.main([*args, *b])
-    monkeypatch.setattr(HeadResume, "save", real)
-    assert cli.main([*args, *b]) == 0
-    from safetensors.torch import load_file
-
-    a, b = load_file(tmp_path / "a.safetensors"), load_file(tmp_path / "b.safetensors")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert not list((tmp_path / "rb").glob("eagle-*.pt"))  # the state is removed once the head is written
+    assert_training_resumes(args, tmp_path, monkeypatch, "eagle")
 
 
 def test_train_eagle_bad_input_is_one_line(capsys):

@@ -16,6 +16,8 @@ def test_each_method_names_panels_that_exist():
         "eagle1": ("eagle features",),
         "eagle3": ("eagle features",),
         "eagle3-tree": ("eagle features",),
+        "dflash": ("parallel slots",),
+        "dflash-tree": ("parallel slots",),
         "block": ("block weights",),
         "traversal": ("traversal tries",),
         "traversal-token-residual": ("traversal tries",),

@@ -70,7 +70,7 @@ class BlockCache(HeadCache):
             new[T:] = True  # the mask rows: every new entry and each other (and entries 0..n-1 via attn_bias)
             bias = attn_bias(n, new, t.dtype)  # (T + M, P + M)
         self.fit(P + M)
-        h = lean_block(rows, lean.block, *self.kv, n, bias, lean.config.n_head)  # (T + M, C)
+        h = lean_block(rows, lean.block, *self.kv, n, bias, lean.config.n_head) if T + M else rows  # (T + M, C)
         if T:
             self.n, self.fed, self.last = P, self.fed + T, h[T - 1 : T]
         logits = lean.logits(torch.cat([self.last, h[T:]]))  # (slots, V)
@@ -122,15 +122,12 @@ class DFlashDrafter(Drafter):
         if ready is None:
             return chain([], notes={"head": self.name, "skipped": SKIPPED})
         probs, notes = ready
-        tokens, qs = [], []
-        for row in probs:
-            q = scale_probs(row, temperature)  # (V,) what this slot's token is drawn from
-            tokens.append(draw(q, gen))
-            qs.append(q)
-        q = torch.stack(qs)  # (S, V)
+        q = scale_probs(probs, temperature)  # (S, V) what each slot's token is drawn from
+        tokens = [draw(row, gen) for row in q]
+        qx = q[torch.arange(len(tokens)), tokens].tolist()
         top = probs.topk(min(TOP, probs.size(-1)), dim=-1)
-        notes["slots"] = [{"slot": s + 1, "token": x, "q": round(float(q[s, x]), 4),
-                           "top": [[int(tok), round(float(p), 4)] for tok, p in zip(ti, tv, strict=True)]}
+        notes["slots"] = [{"slot": s + 1, "token": x, "q": round(qx[s], 4),
+                           "top": [[tok, round(p, 4)] for tok, p in zip(ti, tv, strict=True)]}
                           for s, (x, ti, tv) in enumerate(zip(tokens, top.indices.tolist(), top.values.tolist(),
                                                               strict=True))]  # fmt: skip
         return Draft(tokens, list(range(-1, len(tokens) - 1)), q, {"head": self.name, **notes})

@@ -155,6 +155,10 @@ class HeadCache:
         moved = t.sync(context)
         if t.start != self.start:
             self.n, self.start = 0, t.start
+        elif (
+            self.n > t.length
+        ):  # a context shorter than the last one (never in a run): its entries before the root hold
+            self.n = t.length - 1
         return None if t.length == 0 else moved
 
     @torch.no_grad()

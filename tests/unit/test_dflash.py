@@ -52,6 +52,8 @@ def test_the_one_pass_block_equals_the_training_forward(target64):
         assert probs.shape == (8, 65) and torch.allclose(probs, ref, atol=1e-10), n
         assert notes["passes"] == 1 and notes["mask_rows"] == 7
     assert drafter.cache.fed == len(context) - 1  # each context entry fed once
+    again, notes = drafter.slots(context, 1)  # a one-slot shadow on the same context: no pass at all
+    assert torch.allclose(again[0], probs[0], atol=1e-12) and notes["entries_fed"] == 0 and notes["mask_rows"] == 0
 
 
 @torch.no_grad()

@@ -74,7 +74,13 @@ class BlockCache(HeadCache):
         if T:
             self.n, self.fed, self.last = P, self.fed + T, h[T - 1 : T]
         logits = lean.logits(torch.cat([self.last, h[T:]]))  # (slots, V)
-        return logits, {"entries_fed": T, "entries_cached": P, "reprefill": moved, "mask_rows": M, "passes": 1}
+        return logits, {
+            "entries_fed": T,
+            "entries_cached": P,
+            "reprefill": moved,
+            "mask_rows": M,
+            "passes": int(T + M > 0),
+        }
 
 
 class DFlashDrafter(Drafter):
@@ -94,9 +100,11 @@ class DFlashDrafter(Drafter):
     panels = ("parallel slots",)
     stateful = True  # bound to one generation's target cache
     max_depth = SLOTS
-    # In target forward units: one head pass per round whatever K (the call), a draw and a note per slot.
-    call_cost = 0.35
-    draft_cost = 0.02
+    # In target forward units: one head pass per round whatever K (the call), a draw and a note per slot. Alone
+    # the pass and the draws cost ~0.35 + 0.03 K; in real rounds, after the target's pass has emptied the caches,
+    # about twice that (docs/notes/parallel.md).
+    call_cost = 0.7
+    draft_cost = 0.03
 
     @classmethod
     def load(cls, settings, checkpoint):

@@ -33,8 +33,8 @@ class DFlashTreeDrafter(DFlashDrafter):
     glossary = ""
     tree = True
     deterministic = True
-    # One head pass per round whatever K; per node a heap push and pop and a note (~the distilled tree's).
-    call_cost = 0.35
+    # One head pass per round whatever K (the chain's call_cost); per node a heap push and pop and a note.
+    call_cost = 0.7
     draft_cost = 0.02
 
     @classmethod

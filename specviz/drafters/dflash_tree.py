@@ -30,7 +30,14 @@ class DFlashTreeDrafter(DFlashDrafter):
     name = "dflash-tree"
     summary = "DDTree: a tree grown best first from the parallel head's per-slot distributions, one head pass"
     paper = "DDTree (Ringel and Romano, 2026) on DFlash (Chen et al., 2026)"
-    glossary = ""
+    glossary = (
+        "DDTree turns the parallel drafter's one pass into a tree instead of a single line. Each slot of the block "
+        "has its own distribution over the next characters, so a path through the slots' likeliest characters has a "
+        "score, the product of their probabilities. A heap keeps the best-scoring paths until the node budget is "
+        "spent, and the target checks the whole tree in one pass, walking down as long as the character it picks "
+        "is one of the children. The tree never depends on the target, so the output is exactly the target's. More "
+        "paths mean more characters accepted per pass, but on a CPU a wide tree makes the verify pass longer."
+    )
     tree = True
     deterministic = True
     # One head pass per round whatever K (the chain's call_cost); per node a heap push and pop and a note.

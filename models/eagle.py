@@ -97,6 +97,9 @@ def ttt_mask(T: int, j: int) -> torch.Tensor:
 
 
 class EagleHead(nn.Module):
+    # How its file is told apart and named in errors; a head built on this one (models/dflash.py) sets its own.
+    FORMAT, CONFIG, KIND, TRAIN = FORMAT, EagleConfig, "EAGLE head", "train-eagle"
+
     def __init__(self, config: EagleConfig):
         super().__init__()
         self.config = config
@@ -168,13 +171,12 @@ def head_path(name: str) -> Path:
 
 
 def save_head(path, head: EagleHead, target_path, meta: dict) -> None:
-    save_paired(path, head, FORMAT, target_path, meta)
+    save_paired(path, head, head.FORMAT, target_path, meta)
 
 
-def load_head(name: str, target) -> EagleHead:
+def load_head(name: str, target, cls: type[EagleHead] = EagleHead) -> EagleHead:
     """The head ``name`` (eagle1, eagle3, eagle3-nottt, or a path) for this target Checkpoint,
-    attached to it, in its dtype, eval mode. Raises EagleError, one line."""
-    make = lambda config: EagleHead(EagleConfig(**config))  # noqa: E731
-    return load_paired(head_path(name), target, FORMAT, make, EagleError, "EAGLE head", "train-eagle").attach(
-        target.model
-    )
+    attached to it, in its dtype, eval mode; ``cls`` the head's class (its FORMAT, CONFIG and names).
+    Raises EagleError, one line."""
+    make = lambda config: cls(cls.CONFIG(**config))  # noqa: E731
+    return load_paired(head_path(name), target, cls.FORMAT, make, EagleError, cls.KIND, cls.TRAIN).attach(target.model)

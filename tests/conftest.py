@@ -128,7 +128,7 @@ def assert_plain_greedy(ckpt, prompt: list[int], new: list[int]) -> int:
 def assert_training_resumes(args: list[str], tmp_path: Path, monkeypatch, state: str) -> None:
     """A head's training (`python -m specviz <args>`) interrupted right after it kept its resume state and run
     again from --resume-dir ends with the same file as an uninterrupted run, and removes its state (files
-    matching ``state``) once the file is written. Shared by train-eagle's and train-mtp's tests."""
+    matching ``state``) once the file is written. Shared by train-eagle's, train-mtp's and train-dflash's tests."""
     import torch
     from safetensors.torch import load_file
 

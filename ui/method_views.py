@@ -16,6 +16,7 @@ from ui.fly_view import fly_panel
 from ui.lookahead_view import lookahead_panel
 from ui.medusa_view import medusa_panel
 from ui.mtp_view import mtp_panel
+from ui.parallel_view import parallel_panel
 from ui.traversal_view import traversal_view
 
 # name -> panel(record, vocab) -> None; drawn in this order. One line per method.
@@ -27,6 +28,7 @@ PANELS: dict[str, Callable[[RoundRecord, list[str]], None]] = {
     "eagle features": eagle_panel,
     "fly gate": fly_panel,
     "mtp modules": mtp_panel,
+    "parallel slots": parallel_panel,
 }
 TRIE = "n-gram trie"  # the trie drafter's trie, drawn by the tree page (ui/tree_view.py)
 TREE_PAGE_PANELS = (TRIE,)  # named by drafters, drawn on the tree page rather than here

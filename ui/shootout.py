@@ -8,8 +8,9 @@ import streamlit as st
 
 from specviz.adaptive.costs import cpu_name
 from specviz.bench.rows import rows_from_jsonl
-from specviz.bench.shootout import SWEEP_KS, run_shootout
+from specviz.bench.shootout import SWEEP_KS, draft_cost_per_round, run_shootout
 from specviz.charts import shootout as charts
+from specviz.charts.parallel import cost_by_k_figure
 from specviz.core.markup import md
 from ui.common import models_or_stop, page_setup, question
 from ui.controls import previous_run_note, valid_spec
@@ -93,6 +94,12 @@ def show(result) -> None:
     with c[1]:
         chart(charts.expected_vs_measured(at_k), "so_expected")
     chart(charts.k_sweep(result.rows), "so_sweep")  # a line per drafter: full width, for the legend
+    if costs := draft_cost_per_round(result.rows):
+        chart(cost_by_k_figure(costs, f"the drafters that run a network, T={result.rows[0]['temperature']}, this run"),
+              "so_cost_by_k")  # fmt: skip
+        st.caption("A chain drafter runs its network once per drafted token: its cost per round climbs with K. A "
+                   "parallel drafter fills all K slots in one pass: flat. (Draft time per round over one baseline "
+                   "forward pass, measured in this run.)")  # fmt: skip
     chart(charts.position_lines(result.by_position), "so_positions")
     chart(charts.model_vs_measured(at_k), "so_model")
     if result.rules:

@@ -23,7 +23,7 @@ from specviz.bench.runner import run_bench
 from specviz.bench.timing import bench_settings, expected_totals
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.drafters import BASELINE, drafter_names
+from specviz.drafters import BASELINE, drafter_class, drafter_names
 from specviz.teaching.presets import Preset
 from specviz.teaching.stats import acceptance_by_position, expected_tokens_per_round
 from specviz.verifiers import LOSSLESS, alternatives
@@ -63,6 +63,27 @@ def modelled_speedup(row: dict) -> float | None:
         return None
     per_round = expected_tokens_per_round(row["acceptance_rate"], row["k"])
     return per_round / (row["k"] * row["draft_cost"] + row["verify_cost"])
+
+
+def network_chains() -> tuple[str, ...]:
+    """The chain drafters that run a network to draft (a draft model, or heads on the target's features), read
+    from the registry: the draft-cost-against-K chart's lines."""
+    return tuple(d for d in drafter_names(drafts=True, tree=False) if drafter_class(d).needs & {"draft_model", "heads"})
+
+
+def draft_cost_per_round(rows: list[dict]) -> dict[str, dict[int, float]]:
+    """{drafter: {K: draft time per round / the baseline's time per forward pass}} for network_chains(), from
+    bench rows (token-wise, fixed K): what drafting a round costs, in target passes, however many tokens it holds."""
+    base = {(r["k"], r["temperature"]): r for r in rows if r["drafter"] == BASELINE and r["impl"] == "specviz"}
+    chains, out = network_chains(), {}
+    for r in rows:
+        b = base.get((r["k"], r["temperature"]))
+        if (r["drafter"] in chains and not r["k_auto"] and r["verification"] == LOSSLESS and r["draft_s"] is not None
+                and b is not None and b["verify_s"] and r["target_forwards"]):  # fmt: skip
+            out.setdefault(r["drafter"], {})[r["k"]] = (
+                r["draft_s"] / r["target_forwards"] / (b["verify_s"] / b["target_forwards"])
+            )
+    return out
 
 
 def run_shootout(target: Checkpoint, tiny: Checkpoint, prompt: str, settings: Settings, ks=SWEEP_KS,

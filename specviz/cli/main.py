@@ -23,12 +23,13 @@ from specviz.cli.training import (
     cmd_eagle_depth,
     cmd_export_hf,
     cmd_model_card,
+    cmd_train_dflash,
     cmd_train_eagle,
     cmd_train_medusa,
     cmd_train_mtp,
 )
 from specviz.teaching.exactness import MAX_SAMPLES
-from specviz.training import distill, train_eagle, train_medusa, train_mtp
+from specviz.training import distill, train_dflash, train_eagle, train_medusa, train_mtp
 from specviz.verifiers import alternatives
 
 
@@ -72,6 +73,8 @@ def build_parser() -> OneLineParser:
         b.add_argument(f"--no-{rule}", action="store_true", help=f"skip the {rule}-verification rows ({shape}, T > 0)")
     b.add_argument("--no-lossy", action="store_true",
                    help="skip the lossy methods' rows (NASD's own rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
+    b.add_argument("--drafters", default=None,
+                   help="comma-separated drafters to run (the baseline always runs); default: every registered one")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.add_argument("--batch", help="batch sizes, e.g. 1,2,4,8,16,32,64: time plain decoding and a few drafters "
                    "decoding that many sequences together, instead of the main suite (specviz/bench/batch.py)")  # fmt: skip
@@ -98,6 +101,11 @@ def build_parser() -> OneLineParser:
     mtp = sub.add_parser("train-mtp", help="train the MTP modules of the mtp drafter on the frozen target")
     train_mtp.add_args(mtp)
     mtp.set_defaults(func=cmd_train_mtp)
+    dflash = sub.add_parser(
+        "train-dflash", help="train the parallel (DFlash) draft head on the frozen target's features"
+    )
+    train_dflash.add_args(dflash)
+    dflash.set_defaults(func=cmd_train_dflash)
     depth = sub.add_parser(
         "eagle-depth", help="acceptance by draft depth: the EAGLE heads and the tiny draft, measured"
     )

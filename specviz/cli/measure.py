@@ -12,6 +12,7 @@ from specviz.cli.errors import CLIError, checked
 from specviz.cli.flags import cost_curve
 from specviz.core.outputs import writable_file
 from specviz.core.settings import Settings
+from specviz.drafters import drafter_class
 from specviz.teaching.presets import PRESETS, preset
 from specviz.verifiers import alternatives
 
@@ -40,17 +41,24 @@ def write_rows(args, rows: list[dict]) -> bool:
     return args.json
 
 
-def bench_checks(args, max_new_tokens: int, repeats: int) -> None:
-    """Both benches' flags checked up front (CLIError: one line), and the checkpoints' headers."""
+def bench_checks(args, max_new_tokens: int, repeats: int) -> list[str] | None:
+    """Both benches' flags checked up front (CLIError: one line), and the checkpoints' headers.
+    -> the drafters --drafters names (None: every one)"""
     if not 1 <= repeats <= 100:
         raise CLIError(f"--repeats must be between 1 and 100, got {repeats}")
     if args.threads is not None and not 1 <= args.threads <= 256:
         raise CLIError(f"--threads must be between 1 and 256, got {args.threads}")
     checked(Settings(k=args.k, max_new_tokens=max_new_tokens, seed=args.seed).check)
+    drafters = None
+    if args.drafters is not None:
+        drafters = [d.strip() for d in args.drafters.split(",") if d.strip()]
+        for d in drafters or [""]:
+            checked(drafter_class, d)
     if args.out is not None:
         checked(writable_file, args.out)
     for name in ("target", "tiny"):
         checkpoint_header(name)
+    return drafters
 
 
 def cmd_bench(args) -> None:
@@ -64,14 +72,14 @@ def cmd_bench(args) -> None:
     prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
     max_new_tokens = quick["max_new_tokens"] if args.max_new_tokens is None else args.max_new_tokens
     repeats = quick["repeats"] if args.repeats is None else args.repeats
-    bench_checks(args, max_new_tokens, repeats)
+    drafters = bench_checks(args, max_new_tokens, repeats)
     hf = not args.no_transformers and transformers_available()
     if args.threads:
         torch.set_num_threads(args.threads)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
     costs = cost_curve(args.costs, target, not args.no_auto)  # with the threads the bench runs on
     with progress_bar("benchmark", "run") as progress:
-        rows = bench.run_bench(target, tiny, prompts, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
+        rows = bench.run_bench(target, tiny, prompts, drafters, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
                                rules=tuple(r for r in alternatives() if not getattr(args, f"no_{r}")), lossy=not args.no_lossy,
                                costs=costs)  # fmt: skip

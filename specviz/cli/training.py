@@ -1,5 +1,5 @@
 """The commands that build the shipped artifacts: model-card, export-hf, distill, train-medusa,
-train-eagle, train-mtp and eagle-depth."""
+train-eagle, train-mtp, train-dflash and eagle-depth."""
 
 import json
 import shlex
@@ -11,7 +11,7 @@ import torch
 from models.checkpoint import atomic_write, checkpoint_header, load_checkpoint
 from specviz.cli.errors import CLIError, checked
 from specviz.core.outputs import writable_file, writable_folder
-from specviz.training import distill, train_eagle, train_medusa, train_mtp
+from specviz.training import distill, train_dflash, train_eagle, train_medusa, train_mtp
 from specviz.training.model_card import render_card
 
 
@@ -59,15 +59,17 @@ def cmd_train_medusa(args) -> None:
           f"{meta['val']['head_top1']} (the target's own next token: {meta['val']['target_top1']})")  # fmt: skip
 
 
-def _train_head(module, args) -> None:
-    """train-eagle, train-mtp: check the flags against the target's header, train, say what was written."""
+def _train_head(module, args, key: str = "val_depth_accuracy", by: str = "depth") -> None:
+    """train-eagle, train-mtp, train-dflash: check the flags against the target's header, train, say what was
+    written and its validation accuracy (the meta's ``key``, by draft ``by``: depth or slot)."""
     config, _, _ = checkpoint_header(args.target)
     checked(module.check_args, args, config.block_size)
     command = "python -m specviz " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     meta = module.train(args, command)
-    acc = meta["val_depth_accuracy"]
-    print(f"wrote {args.out} in {meta['train_seconds'] / 60:.1f} min; val greedy acceptance by depth 1..{len(acc['cumulative'])}: "
-          f"{acc['cumulative']} (conditional {acc['conditional']}, {acc['windows']} windows)")  # fmt: skip
+    acc = meta[key]
+    conditional = f"conditional {acc['conditional']}, " if "conditional" in acc else ""
+    print(f"wrote {args.out} in {meta['train_seconds'] / 60:.1f} min; val greedy acceptance by {by} "
+          f"1..{len(acc['cumulative'])}: {acc['cumulative']} ({conditional}{acc['windows']} windows)")  # fmt: skip
 
 
 def cmd_train_eagle(args) -> None:
@@ -76,6 +78,10 @@ def cmd_train_eagle(args) -> None:
 
 def cmd_train_mtp(args) -> None:
     _train_head(train_mtp, args)
+
+
+def cmd_train_dflash(args) -> None:
+    _train_head(train_dflash, args, "val_slot_accuracy", "slot")
 
 
 def cmd_eagle_depth(args) -> None:

@@ -178,6 +178,8 @@ class Settings:
                                   "confidence.", lo=1, hi=64, **_n("neural-tree"))  # fmt: skip
     neural_tree_children: int = knob(3, "children per node", "The most children a node gets (its top tokens at "
                                      "T = 0, draws at T > 0).", lo=1, hi=8, **_n("neural-tree"))  # fmt: skip
+    dflash_tree_nodes: int = knob(16, "node budget", "The node budget of the DDTree grown best first from the "
+                                  "parallel head's per-slot distributions.", lo=1, hi=64, **_n("dflash-tree"))  # fmt: skip
     lookahead_window: int = knob(5, "W (window columns)", "The columns of the Jacobi window of guessed future "
                                  "characters that rides in every verify pass (more columns: more n-grams per pass, a "
                                  "longer pass).", lo=1, hi=32, app=(1, 16), **_n("lookahead"))  # fmt: skip

@@ -4,6 +4,8 @@ and the app read the registry and name no drafter themselves."""
 
 from specviz.drafters.base import Draft, Drafter, Sources, chain
 from specviz.drafters.bigram import BigramDrafter
+from specviz.drafters.dflash import DFlashDrafter
+from specviz.drafters.dflash_tree import DFlashTreeDrafter
 from specviz.drafters.distilled import DistilledDrafter, DistilledTreeDrafter
 from specviz.drafters.eagle import Eagle1Drafter, EagleDrafter
 from specviz.drafters.eagle_tree import EagleTreeDrafter
@@ -49,6 +51,8 @@ for _cls in (  # the order the CLI, the app and the atlas list them in
     EagleDrafter,
     EagleTreeDrafter,
     MTPDrafter,
+    DFlashDrafter,
+    DFlashTreeDrafter,
 ):
     register(_cls)
 

@@ -134,25 +134,42 @@ class HeadCache:
 
     def step(self, g: torch.Tensor, tokens: list[int], at: int, bias=None) -> torch.Tensor:
         """LeanHead.step on this cache, grown first if entries at..at+T-1 would not fit. -> (T, C)"""
-        if self.kv[0].size(1) < at + len(tokens):
-            old, self.kv = self.kv, self._alloc(2 * (at + len(tokens)))
+        self.fit(at + len(tokens))
+        return self.lean.step(g, tokens, self.kv, at, bias)
+
+    def fit(self, n: int) -> None:
+        """Grow the cache, keeping its entries, if n entries would not fit."""
+        if self.kv[0].size(1) < n:
+            old, self.kv = self.kv, self._alloc(2 * n)
             for new, was in zip(self.kv, old, strict=True):
                 new[:, : was.size(1)] = was
-        return self.lean.step(g, tokens, self.kv, at, bias)
+
+    def catch_up(self, context: list[int]) -> bool | None:
+        """Bring the target's cache up to ``context`` (round 0: the verify pass's own prefill, done now) and
+        restart this cache at a window jump. -> whether the target re-prefilled, or None with no entry to
+        read (a window jump: the verify pass re-prefills the cache and its features, read next round; or a
+        one-token context)."""
+        t = self.target
+        if t.start != window_start(len(context), t.block_size):
+            return None
+        moved = t.sync(context)
+        if t.start != self.start:
+            self.n, self.start = 0, t.start
+        elif (
+            self.n > t.length
+        ):  # a context shorter than the last one (never in a run): its entries before the root hold
+            self.n = t.length - 1
+        return None if t.length == 0 else moved
 
     @torch.no_grad()
     def prepare(self, context: list[int]) -> tuple[torch.Tensor, dict] | None:
         """Feed the entries the target committed since the last round. -> (h (1, C) the state that
         drafts the token after the root, notes), or None with no entry to read."""
         t = self.target
-        if t.start != window_start(len(context), t.block_size):
-            return None  # a window jump: the verify pass re-prefills the cache and its features, read next round
-        moved = t.sync(context)  # round 0: the verify pass's own prefill, done now
-        if t.start != self.start:
-            self.n, self.start = 0, t.start
-        P, n = t.length, self.n
-        if P == 0:
+        moved = self.catch_up(context)
+        if moved is None:
             return None
+        P, n = t.length, self.n
         if n == P:  # asked again for the same context (adaptive K's shadow draft): nothing new to feed
             return self.last, {"entries_fed": 0, "entries_cached": P, "reprefill": moved, "width": self.last.size(-1),
                                "layers": list(self.head.config.layers), "feature_rows": []}  # fmt: skip

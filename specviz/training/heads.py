@@ -1,4 +1,4 @@
-"""What training a draft head on the frozen target takes, whichever head (train_eagle, train_mtp): the
+"""What training a draft head on the frozen target takes, whichever head (train_eagle, train_mtp, train_dflash): the
 shared flags and their checks, the training loop (progress bar with ETA, resume, one seed per step)
 and the greedy acceptance by draft depth on the validation split."""
 
@@ -14,9 +14,10 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from models.checkpoint import load_checkpoint
 from specviz.core.outputs import writable_file, writable_folder
 from specviz.training.distill import DEFAULT_CORPUS
-from specviz.training.train import HeadResume
+from specviz.training.train import HeadResume, split
 
 
 def add_head_args(p: argparse.ArgumentParser, max_iters: int, batch_size: int, eval_interval: int) -> None:
@@ -54,12 +55,23 @@ def check_head_args(args, block_lo: int, block_hi: int) -> None:
     writable_folder(args.resume_dir)
 
 
-def optimiser(head: torch.nn.Module, args, kind: str) -> tuple[torch.optim.Optimizer, HeadResume]:
+def frozen_target(args) -> tuple:
+    """What a head trains on: (the --target Checkpoint, its model frozen, the corpus text, train ids, val ids),
+    with torch seeded from --seed for the head's initial weights."""
+    target = load_checkpoint(args.target)
+    model = target.model.requires_grad_(False)
+    text = Path(args.data).read_text(encoding="utf-8")
+    train_ids, val_ids = split(torch.tensor(target.tokenizer.encode(text), dtype=torch.long))
+    torch.manual_seed(args.seed)
+    return target, model, text, train_ids, val_ids
+
+
+def optimiser(head: torch.nn.Module, args, kind: str, extra: str = "") -> tuple[torch.optim.Optimizer, HeadResume]:
     """AdamW over the head's parameters and its resume state under --resume-dir, one per (output, config,
-    run length): never continued with other settings."""
+    run length, ``extra``: the head's own flags): never continued with other settings."""
     opt = torch.optim.AdamW(head.parameters(), lr=args.lr, betas=(0.9, 0.99), weight_decay=0.0)
     tag = hashlib.sha256(f"{Path(args.out).resolve()} {asdict(head.config)} {args.max_iters} {args.batch_size} "
-                         f"{args.block} {args.seed} {args.lr}".encode()).hexdigest()[:16]  # fmt: skip
+                         f"{args.block}{extra} {args.seed} {args.lr}".encode()).hexdigest()[:16]  # fmt: skip
     return opt, HeadResume(Path(args.resume_dir) / f"{kind}-{tag}.pt", head, opt)
 
 

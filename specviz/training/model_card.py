@@ -7,6 +7,7 @@ import torch
 
 from models.artifacts import sha256
 from models.checkpoint import CHECKPOINT_NAMES, checkpoint_path, load_checkpoint
+from models.dflash import DFLASH_FILE, load_dflash
 from models.distilled import DEFAULT_PATH, load_table
 from models.eagle import HEAD_NAMES, MODELS_DIR, load_head
 from models.medusa import DEFAULT_PATH as MEDUSA_PATH
@@ -152,6 +153,30 @@ def mtp_section() -> list[str]:
             f"`{sha256(MTP_PATH)[:16]}…` |", "", *command_lines("Trained", m["command"])]  # fmt: skip
 
 
+def dflash_section() -> list[str]:
+    """The parallel (DFlash) head's card, from its header (models/dflash.py)."""
+    if not DFLASH_FILE.is_file():
+        return []
+    head = load_dflash(load_checkpoint("target"))
+    m, c = head.meta, head.config
+    acc = m["val_slot_accuracy"]
+    return ["## Parallel (DFlash) head", "",
+            f"A one-block head that fills {c.block} slots in one pass from the target's features (blocks {list(c.layers)}, "
+            "fused), after DFlash (`models/dflash.py`, drafters `dflash` and `dflash-tree`). Paired with "
+            "`models/target.safetensors` by sha256 and refused with any other target; float16 on disk. Validation: one "
+            f"greedy block from the end of {acc['windows']} evenly spaced 128-character windows of the val split against "
+            "the target's own greedy continuation (`specviz.training.train_dflash.slot_accuracy`): the share of windows "
+            "whose first d slots all match.", "",
+            "| | |", "|---|---|",
+            f"| training | {m['iterations']} iterations x {m['batch_size']} windows of {m['block']}, {m['roots']} blocks "
+            f"rooted per window |",
+            f"| time | {m['train_seconds'] / 60:.1f} min, {m['threads']} thread (torch {m['torch']}) |",
+            f"| val acceptance by slot 1..{c.block} | {' / '.join(f'{a:.2f}' for a in acc['cumulative'])} |",
+            f"| file | `models/{DFLASH_FILE.name}`, {DFLASH_FILE.stat().st_size / 1e6:.1f} MB, sha256 "
+            f"`{sha256(DFLASH_FILE)[:16]}…`, target sha256 `{m['target_sha256'][:16]}…` |", "",
+            *command_lines("Trained", m["command"])]  # fmt: skip
+
+
 def render_card() -> str:
     out = [
         "# Model cards",
@@ -210,4 +235,5 @@ def render_card() -> str:
     ]
     out += eagle_section()
     out += mtp_section()
+    out += dflash_section()
     return "\n".join(out)

@@ -16,14 +16,11 @@ chance of depth d given that the draft got that far).
 
 import argparse
 import hashlib
-from pathlib import Path
 
 import torch
 
-from models.checkpoint import load_checkpoint
 from models.eagle import EagleConfig, EagleHead, save_head
 from specviz.training import heads
-from specviz.training.train import split
 
 DEPTHS = 4
 LAYERS = {1: (3,), 3: (0, 1, 3)}  # see models/eagle.py for why (0, 1, 3)
@@ -73,15 +70,10 @@ def check_args(args, block_size: int) -> None:
 
 def train(args, command: str) -> dict:
     torch.set_num_threads(args.threads)
-    target = load_checkpoint(args.target)
-    model = target.model.requires_grad_(False)
-    text = Path(args.data).read_text(encoding="utf-8")
-    ids = torch.tensor(target.tokenizer.encode(text), dtype=torch.long)
-    train_ids, val_ids = split(ids)
+    target, model, text, train_ids, val_ids = heads.frozen_target(args)
     steps = 1 if args.variant == 1 or args.no_ttt else args.ttt_steps
     config = EagleConfig(args.variant, LAYERS[args.variant], model.config.n_embd, model.config.n_head,
                          model.config.vocab_size, steps)  # fmt: skip
-    torch.manual_seed(args.seed)
     head = EagleHead(config).attach(model)
     opt, resume = heads.optimiser(head, args, "eagle")
     T = args.block

@@ -17,14 +17,11 @@ second token" is depth 2's).
 
 import argparse
 import hashlib
-from pathlib import Path
 
 import torch
 
-from models.checkpoint import load_checkpoint
 from models.mtp import MTPConfig, MTPHeads, load_mtp, save_mtp
 from specviz.training import heads as shared
-from specviz.training.train import split
 
 
 @torch.no_grad()
@@ -61,15 +58,10 @@ def check_args(args, block_size: int) -> None:
 
 def train(args, command: str) -> dict:
     torch.set_num_threads(args.threads)
-    target = load_checkpoint(args.target)
-    model = target.model.requires_grad_(False)
+    target, model, text, train_ids, val_ids = shared.frozen_target(args)
     top = (model.config.n_layer - 1,)
-    text = Path(args.data).read_text(encoding="utf-8")
-    ids = torch.tensor(target.tokenizer.encode(text), dtype=torch.long)
-    train_ids, val_ids = split(ids)
     c = model.config
     config = MTPConfig(args.depth, c.n_embd, c.n_head, c.vocab_size)
-    torch.manual_seed(args.seed)
     heads = MTPHeads(config).attach(model)
     opt, resume = shared.optimiser(heads, args, "mtp")
     T = args.block

@@ -23,7 +23,7 @@ def test_page_runs_the_shootout_and_keeps_it():
     assert list(cost["drafter"]) == list(DRAFTERS) and "draft cost c" in cost.columns
     n_charts = len(at.get("plotly_chart"))
     at.run()  # a rerun shows the kept result without measuring again
-    assert len(at.get("plotly_chart")) == n_charts == 7
+    assert len(at.get("plotly_chart")) == n_charts == 8  # the draft cost against K among them
     rules = at.dataframe[2].value  # both tau per chain drafter
     assert "τ token-wise (measured)" in rules.columns and "τ block (same drafts)" in rules.columns
     assert list(rules["drafter"]) == [d for d in DRAFTERS[1:] if d not in TREE_DRAFTERS]

@@ -46,6 +46,9 @@ REAL_TARGET_MODES = [
     ("eagle3", "sampled chain", "lossless", 9000),
     ("eagle3-tree", "sampled tree", "lossless", 9000),
     ("mtp", "sampled chain", "lossless", 9200),  # one MTP module per depth: K = 4 = D covers every depth
+    ("dflash", "sampled chain", "lossless", 9300),  # K slots from one head pass, each drawn from its own q
+    ("dflash-tree", "deterministic tree", "lossless", 9300),  # DDTree: best first from the slots' distributions
+    ("dflash-tree", "deterministic tree", "traversal", 9300),
 ]
 
 

@@ -17,6 +17,8 @@ def test_each_method_names_panels_that_exist():
         "eagle3": ("eagle features",),
         "eagle3-tree": ("eagle features",),
         "mtp": ("mtp modules",),
+        "dflash": ("parallel slots",),
+        "dflash-tree": ("parallel slots",),
         "block": ("block weights",),
         "traversal": ("traversal tries",),
         "traversal-token-residual": ("traversal tries",),

@@ -1,0 +1,65 @@
+"""Parallel drafting's charts: the K slots one head pass filled (each slot's distribution, the token drawn,
+which slots the target accepted), and the measured draft cost per round against K for the neural drafters
+(one pass per token for a chain drafter: a line; one pass per round for the parallel one: flat)."""
+
+import plotly.graph_objects as go
+
+from specviz.charts.distributions import label
+from specviz.charts.figure import LEGEND_BELOW, bar, figure
+from specviz.charts.palette import ACCEPTED, BLUE, GREEN, GREY, ORANGE, PURPLE, REJECTED, SKY, VERMILLION
+from specviz.core.markup import plotly_text
+
+RANK_COLOURS = [BLUE, ORANGE, SKY, PURPLE]  # a slot's top tokens, rank 1, 2, ...
+LINE_COLOURS = [ORANGE, SKY, PURPLE, BLUE, VERMILLION, GREEN]  # one per drafter on the cost chart
+DASHES = ["solid", "dash", "dot", "dashdot", "longdash", "longdashdot"]
+
+
+def slot_verdicts(slots: int, accepted: int, checked: bool) -> list[str]:
+    """What the target made of each slot: the first ``accepted`` kept, the next rejected (when the round's draft
+    was verified), the rest never checked (the walk stopped before them)."""
+    out = ["accepted" if s < accepted else "rejected" if s == accepted else "not checked" for s in range(slots)]
+    return out if checked else ["not verified"] * slots
+
+
+def slots_figure(notes: dict, accepted: int, vocab: list[str], checked: bool = True) -> go.Figure:
+    """Grouped bars, one group per slot: its top tokens and their probabilities under the head (rank by colour
+    and in the legend); above each group the slot's token (chains: the one drawn from its q) and what the
+    target made of it. ``notes``: the drafter's notes (their "slots"), ``accepted``: slots accepted."""
+    slots = notes["slots"]
+    names = [f"slot {row['slot']}" for row in slots]
+    data = []
+    width = max((len(row["top"]) for row in slots), default=0)
+    for rank in range(width):
+        rows = [(names[i], row["top"][rank]) for i, row in enumerate(slots) if rank < len(row["top"])]
+        data.append(bar([n for n, _ in rows], [p for _, (_, p) in rows], f"rank {rank + 1}",
+                        text=[plotly_text(label(vocab, t)) for _, (t, _) in rows], textposition="outside",
+                        marker={"color": RANK_COLOURS[rank % len(RANK_COLOURS)]},
+                        hovertemplate="%{x}, rank " + str(rank + 1) + ": <b>%{text}</b> p=%{y:.3f}<extra></extra>"))  # fmt: skip
+    colours = {"accepted": ACCEPTED, "rejected": REJECTED}
+    notes_above = []
+    for name, row, verdict in zip(names, slots, slot_verdicts(len(slots), accepted, checked), strict=True):
+        drawn = f"drew {plotly_text(label(vocab, row['token']))}<br>" if "token" in row else ""
+        notes_above.append({"x": name, "y": 1.12, "yref": "y", "showarrow": False, "text": f"{drawn}<b>{verdict}</b>",
+                            "font": {"color": colours.get(verdict, GREY)}})  # fmt: skip
+    layout = {"barmode": "group", "height": 340, "margin": {"t": 70, "b": 40, "l": 50, "r": 10},
+              "title": {"text": f"{len(slots)} slots filled in one head pass<br><sub>each slot's top "
+                                f"{width} under the head; the target accepted {accepted}</sub>"},
+              "yaxis": {"title": {"text": "head probability"}, "range": [0, 1.3]}, "annotations": notes_above,
+              "legend": {"orientation": "h"}}  # fmt: skip
+    return figure(data, layout)
+
+
+def cost_by_k_figure(costs: dict[str, dict[int, float]], conditions: str) -> go.Figure:
+    """Lines of measured draft cost per round (target passes) against K, one per drafter: ``costs``
+    {drafter: {K: cost}}. A chain drafter that runs its network once per token climbs; one pass per round stays flat."""
+    data = []
+    for i, (name, by_k) in enumerate(costs.items()):
+        ks = sorted(by_k)
+        data.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": ks, "y": [by_k[k] for k in ks],
+                     "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)], "dash": DASHES[i % len(DASHES)]},
+                     "hovertemplate": name + ", K=%{x}: %{y:.2f} target passes<extra></extra>"})  # fmt: skip
+    layout = {"height": 360, "title": {"text": f"Draft cost per round against K<br><sub>{conditions}</sub>"},
+              "xaxis": {"title": {"text": "K (tokens drafted per round)"}, "dtick": 1},
+              "yaxis": {"title": {"text": "draft time per round (target passes)"}, "rangemode": "tozero"},
+              "legend": LEGEND_BELOW}  # fmt: skip
+    return figure(data, layout)

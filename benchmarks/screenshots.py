@@ -101,10 +101,44 @@ def shots(base: str) -> dict:
         page.locator(f".st-key-{key}").first.evaluate("e => e.scrollIntoView({block: 'start'})")
         settle(page)
 
-    for name, (query, key) in PANELS.items():
+    for name, (query, key) in {**PANELS, **other_panels()}.items():
         link = f"{base}/step?" + "&".join(f"{k}={v}" for k, v in query.items())
         out[name] = lambda page, link=link, key=key: panel(page, link, key)
+    out["load"] = lambda page: open_plain(page, f"{base}/load")
+    out["tree-shape"] = lambda page: stepped(page, f"{base}/tree?" + "&".join(f"{k}={v}" for k, v in shaped().items()))
     return out
+
+
+def other_panels() -> dict:
+    """A shot for each method panel PANELS does not show (a method added since): its first drafter on that
+    drafter's preset, or a lossy rule's first showcase drafter at T = 0.8. -> name -> (query, where to scroll)"""
+    from specviz.drafters import REGISTRY
+    from specviz.verifiers import VERIFIERS
+    from ui.method_views import PANELS as DRAWN
+
+    shown = {p for query, _ in PANELS.values() for p in REGISTRY[query.get("drafter", "trigram")].panels}
+    shown |= {p for query, _ in PANELS.values() for p in VERIFIERS[query.get("verification", "lossless")].panels}
+    out = {}
+    for panel in DRAWN:
+        if panel in shown:
+            continue
+        drafter = next((n for n, c in REGISTRY.items() if panel in c.panels), None)
+        if drafter is not None:
+            query = {"drafter": drafter, "preset": REGISTRY[drafter].preset.replace(" ", "+")}
+        else:
+            rule = next(v for v in VERIFIERS.values() if panel in v.panels)
+            query = {"drafter": rule.showcase[0], "verification": rule.name, "temperature": "0.8"}
+        out[f"step-{panel.split()[0]}"] = (query, "sv-panels")
+        shown.add(panel)
+    return out
+
+
+def shaped() -> dict:
+    """The tree page's link for the first drafter with a shape to choose, in Sequoia's shape."""
+    from specviz.drafters import REGISTRY
+
+    drafter = next(n for n, c in REGISTRY.items() if c.shaped)
+    return {"drafter": drafter, "preset": REGISTRY[drafter].preset.replace(" ", "+"), "tree_shape": "sequoia"}
 
 
 def shoot(browser, base: str, out: Path, only: set[str]) -> list[str]:

@@ -19,7 +19,7 @@ from specviz.drafters import BASELINE
 from specviz.teaching.atlas import BIAS, BIAS_SAMPLES, atlas_rows, bias_rows, methods
 from specviz.teaching.exactness import ALPHA
 from specviz.teaching.presets import preset
-from ui.common import models_or_stop, page_setup, question
+from ui.common import models_or_stop, other_cpu, page_setup, question
 from ui.shootout import results
 from ui.widgets import chart, table
 
@@ -140,9 +140,7 @@ def _where(rows: list[dict], now: bool) -> str:
     text = (f"A stored run: {run['version']} on {cpu}, {date}, {run['threads']} thread(s), load average "
             f"{run['load_average']}, {run['prompts']} prompts × {run['new_tokens']} characters, median of "
             f"{run['repeats']} interleaved runs.")  # fmt: skip
-    if run.get("cpu") != here:
-        text += f" That CPU is not this machine's ({here}): figures measured here would differ."
-    return text
+    return text + other_cpu(run.get("cpu"))
 
 
 def figures_source(stored: list[dict]) -> list[dict]:

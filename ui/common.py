@@ -8,7 +8,7 @@ from streamlit import config
 from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
-from specviz.adaptive.costs import REFERENCE, CostCurve, kept_curve, measure
+from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name, kept_curve, measure
 from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.kernels import native
@@ -75,3 +75,9 @@ def models_or_stop():
 def question(text: str) -> None:
     """The one question a page answers, in one line under its title (our words, not user text)."""
     st.markdown(f"**{text}**")
+
+
+def other_cpu(cpu: str | None) -> str:
+    """A sentence for a stored run's figures when they come from another CPU than this machine's ('' if not)."""
+    here = cpu_name()
+    return "" if cpu == here else f" That CPU is not this machine's ({here}): figures measured here would differ."

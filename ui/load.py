@@ -11,7 +11,7 @@ from specviz.charts.batch import crossover_figure, roofline_figure
 from specviz.core.markup import md
 from specviz.teaching import load
 from ui.atlas import BENCH, bench_rows
-from ui.common import machine_costs, models_or_stop, page_setup, question
+from ui.common import machine_costs, models_or_stop, other_cpu, page_setup, question
 from ui.widgets import chart, table
 
 CONTEXT = 150  # cache entries a sequence attends to, about the bench's (its prompts and half its tokens)
@@ -35,10 +35,10 @@ def render() -> None:
         st.error(f"No bench run to show ({why}).")
     if rows:
         first = rows[0]
-        st.caption(md(f"A stored run of `python -m specviz bench --batch`: {first['cpu']}, {first['date']}, "
+        st.caption(md(f"A stored run of the batch bench (python -m specviz bench --batch): {first['cpu']}, {first['date']}, "
                       f"{first['threads']} thread(s), load average {first['load_average']} (a busy shared machine: "
                       f"noisy), {first['new_tokens']} characters a sequence, median of {first['repeats']} "
-                      "interleaved repeats; bars: their min–max. τ: tokens per target forward pass."))  # fmt: skip
+                      "interleaved repeats; bars: their min–max. τ: tokens per target forward pass.") + other_cpu(first["cpu"]))  # fmt: skip
     chart(crossover_figure(rows), "load_speedup")
     roof = machine_roofline()
     chart(roofline_figure(roof, rows, CONTEXT), "load_roofline")

@@ -13,6 +13,7 @@ from specviz.cli.errors import CLIError, checked
 from specviz.cli.flags import cost_curve, prepare
 from specviz.core.engine import Generation
 from specviz.core.outputs import writable_file
+from specviz.llm.load import is_llm
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 
 
@@ -58,7 +59,7 @@ def cmd_generate(args) -> None:
             )
         )
         return
-    print(args.prompt + trace.text)
+    print(args.prompt + target.tokenizer.decode(trace.tokens))  # decode: a BPE piece may hold part of a character
     depth = settings.k  # the drafter may cap adaptive K's
     if gen.adaptive is not None:
         depth = f"auto (at most {gen.adaptive.k_max}; verify costs: {gen.adaptive.curve.source})"
@@ -93,6 +94,9 @@ def cmd_replay(args) -> None:
 def cmd_exactness(args) -> None:
     if not 1 <= args.samples <= MAX_SAMPLES:
         raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
+    if is_llm(args.model):  # before any weight loads
+        raise CLIError("the exactness lab runs on the character model only so far (tests/unit/test_llm_engine.py "
+                       "checks real models' output distributions by enumeration)")  # fmt: skip
     k = AUTO_K_MAX if args.k == "auto" else args.k
     target, prompt, settings, draft_model = prepare(args, max(1, k + 1))  # runs of K + 1 tokens
     B = target.config.block_size

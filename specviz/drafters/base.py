@@ -134,6 +134,9 @@ class Drafter:
     panels: tuple[str, ...] = ()  # the step page's panels for its rounds, by name (ui/method_views.py PANELS)
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
+    # True: drafts on a real model's word-piece tokens too (specviz/llm: 50k-entry vocabularies); False: its
+    # tables, heads or index are the character model's, and a run on a real model is refused in one line.
+    bpe = False
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive/policy.py).
     # Table look-ups cost ~0.02 on this project's CPU; a neural draft's forward pass costs more.
     draft_cost = 0.02

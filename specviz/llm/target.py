@@ -1,0 +1,146 @@
+"""``HFTarget``: the target-model interface (specviz/core/target.py) over a Hugging Face transformers causal LM,
+the second implementation beside the nanoGPT's CachedModel.
+
+The cache is transformers' own ``DynamicCache``: a forward appends the new rows' keys and values after the
+committed entries as scratch, ``keep`` gathers a tree's accepted path into place (a chain's prefix is already
+there) and crops the rest, and a trim crops to the longest common prefix with the context. Tree attention
+is a 4D additive mask (1, 1, T, P + T) over the cache and the new rows, which transformers passes to the
+attention as it is: that is what lets one verify pass score every branch of a draft tree. The architectures
+whose attention takes such a mask, with position ids as given, are listed in ``SUPPORTED`` (tested:
+tests/unit/test_llm_target.py); any other is refused before its weights load.
+
+Positions are cache entries, as in CachedModel: entry i holds context[start + i] at position i, and the
+window policy (window_start, room) is the one every target shares, with the model's maximum position count
+as its block size.
+"""
+
+import torch
+from transformers import DynamicCache
+
+from models.gpt import PositionError
+from specviz.kernels.cached_model import CachedModel
+
+# model_type -> the config field that names its context window. Llama-family models (SmolLM2) and GPT-2.
+SUPPORTED = {"llama": "max_position_embeddings", "gpt2": "n_positions"}
+
+
+class UnsupportedModel(ValueError):
+    """An architecture the target cannot run with tree attention; the message is one line."""
+
+
+def check_architecture(config) -> str:
+    """The config's model_type if supported, else UnsupportedModel naming it and the supported ones."""
+    kind = getattr(config, "model_type", None)
+    if kind not in SUPPORTED:
+        raise UnsupportedModel(f"architecture {str(kind)[:40]!r} is not supported (supported: "
+                               f"{', '.join(SUPPORTED)}): its attention must take a 4D tree mask")  # fmt: skip
+    return kind
+
+
+class HFTarget:
+    """A transformers causal LM with its DynamicCache. Implements specviz.core.target.TargetModel except the
+    draft heads' features (capture with layers, features): those heads are trained on the character model."""
+
+    def __init__(self, model):
+        cfg = model.config
+        kind = check_architecture(cfg)
+        self.model = model.eval()
+        self.block_size = int(getattr(cfg, SUPPORTED[kind]))
+        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.n_layer, self.n_embd = int(cfg.num_hidden_layers), int(cfg.hidden_size)
+        self.dtype = model.get_output_embeddings().weight.dtype
+        self.device = model.get_output_embeddings().weight.device
+        self.cache = DynamicCache(config=cfg)
+        self.start = 0  # window start of the cache
+        self.cached: list[int] = []  # the tokens the committed entries hold
+        self._new = 0  # scratch entries written by the last forward, not yet kept
+
+    @property
+    def length(self) -> int:
+        return len(self.cached)
+
+    def _crop(self, n: int) -> None:
+        """Keep the cache's first n entries (committed or scratch); drop the rest."""
+        extra = self.cache.get_seq_length() - n
+        if extra > 0:
+            self.cache.crop(-extra)
+
+    def mask(self, P: int, tree_mask: torch.Tensor | None, T: int) -> torch.Tensor:
+        """The additive attention mask of T new rows after P cache entries: 0 where a row may attend, the
+        dtype's minimum where not; every row sees the whole cache. -> (1, 1, T, P + T)"""
+        allow = torch.ones(T, P + T, dtype=torch.bool)
+        allow[:, P:] = torch.ones(T, T, dtype=torch.bool).tril() if tree_mask is None else tree_mask
+        bias = torch.zeros(T, P + T, dtype=self.dtype).masked_fill_(~allow, torch.finfo(self.dtype).min)
+        return bias.to(self.device)[None, None]
+
+    @torch.no_grad()
+    def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True):
+        """Run ``tokens`` after the committed entries (the last forward's scratch is dropped); their keys and
+        values stay as scratch until ``keep``. tree_mask (T, T) bool, True = may attend; None causal.
+        -> (T, V) logits, or None"""
+        self._crop(self.length)
+        lo, hi = min(positions), max(positions)
+        if lo < 0 or hi >= self.block_size:
+            bad = hi if hi >= self.block_size else lo
+            raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
+        T = len(tokens)
+        args = dict(input_ids=torch.tensor([tokens], device=self.device),
+                    position_ids=torch.tensor([positions], device=self.device),
+                    attention_mask=self.mask(self.length, tree_mask, T), past_key_values=self.cache, use_cache=True)  # fmt: skip
+        self._new = T
+        if not logits:
+            self.model.base_model(**args)  # no language-model head: a prefill
+            return None
+        return self.model(**args).logits[0].to(self.dtype)  # (T, V)
+
+    def keep(self, new: list[int], tokens: list[int]) -> None:
+        """Commit the last forward's rows ``new`` (a chain's prefix, a tree's path) that hold ``tokens``."""
+        P, n = self.length, len(new)
+        assert n == len(tokens) and (n == 0 or min(new) >= 0 and max(new) < self._new)
+        if new != list(range(n)):  # a tree's path: gather it into place after the committed entries
+            src = torch.tensor(new, device=self.device) + P
+            for layer in self.cache.layers:
+                layer.keys[..., P : P + n, :] = layer.keys.index_select(-2, src)
+                layer.values[..., P : P + n, :] = layer.values.index_select(-2, src)
+        self._crop(P + n)
+        self.cached += tokens
+        self._new = 0
+
+    def trim_to(self, context: list[int]) -> bool:
+        """Keep only the longest common prefix of the cache and context[s:-1] (all of it goes if the window
+        start s moved; then True). Feeds nothing."""
+        moved = CachedModel.trim_to(self, context)  # the token bookkeeping; then the tensors follow it
+        self._crop(self.length)
+        return moved
+
+    # The cache policy above the pass is CachedModel's, member for member: these use only forward, keep,
+    # trim_to, start and length, which this class implements over its own cache.
+    trim_missing = CachedModel.trim_missing
+    sync = CachedModel.sync
+    next_logits = CachedModel.next_logits
+
+    def copy_from(self, other: "HFTarget") -> None:
+        """Take another cache's committed entries (same model): a shared prompt's prefill."""
+        assert other.model is self.model
+        self.cache = DynamicCache(config=self.model.config)
+        n = other.length
+        for i, layer in enumerate(other.cache.layers):
+            self.cache.update(layer.keys[..., :n, :].clone(), layer.values[..., :n, :].clone(), i)
+        self.start, self.cached, self._new = other.start, list(other.cached), 0
+
+    def capture(self, layers: tuple[int, ...]) -> None:
+        if layers:
+            raise ValueError("draft heads read features of the character model only; this target keeps none")
+
+    def features(self, start: int, stop: int) -> torch.Tensor:
+        raise ValueError("this target keeps no features")
+
+    def first_layers(self, tokens: list[int], positions: list[int], at: int, n_layers: int) -> torch.Tensor:
+        raise ValueError("layer-skip is not available on a transformers model yet")
+
+    def head(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("layer-skip is not available on a transformers model yet")
+
+    def held(self) -> tuple:
+        """The model and the cache's tensors: what a drafter bound to this target shares with plain decoding."""
+        return (self.model, *(t for layer in self.cache.layers for t in (layer.keys, layer.values)))

@@ -132,7 +132,7 @@ def prepare_llm(args, settings: Settings):
     prompt = tokenizer.encode(args.prompt)
     if not prompt:
         raise CLIError("the prompt encodes to no tokens")
-    drafter.load(settings, target)
+    checked(drafter.load, settings, target)  # a token n-gram table: counted here (or read from .cache/)
     return target, prompt, settings, draft_model
 
 

@@ -208,6 +208,20 @@ class Drafter:
         root, then of each extra token, (1 + E, V). Only drafters that send extras need it."""
 
 
+def model_cache(model):
+    """A draft model with a KV cache of its own: CachedModel for the character GPT, HFTarget for a transformers
+    model (specviz/llm/target.py). Both trim, feed, extend and keep the same way."""
+    from models.gpt import GPT
+
+    if isinstance(model, GPT):
+        from specviz.kernels.cached_model import CachedModel
+
+        return CachedModel(model)
+    from specviz.llm.target import HFTarget
+
+    return HFTarget(model)
+
+
 def sample_chain(next_dist, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
     """Draft k tokens autoregressively from ``next_dist(seq) -> (probs (V,), note)``.
 

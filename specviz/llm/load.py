@@ -10,6 +10,7 @@ one line. ``load`` then builds the model and its tokenizer: an ``LLMCheckpoint``
 the drafters take where they take the character model's Checkpoint.
 """
 
+import functools
 import importlib.util
 import os
 import time
@@ -65,8 +66,22 @@ class LLMCheckpoint:
     config: LLMConfig
     meta: dict = field(default_factory=dict)  # where it came from, its parameters, how long it took to load
     bpe = True  # tokens are word pieces: drafters declare whether they work on them (Drafter.bpe)
-    bigram_counts = None  # the character model's tables; token tables are counted per model (specviz/llm/ngrams.py)
-    trigram_counts = None
+
+    @functools.cached_property
+    def ngram_counts(self) -> tuple:
+        """Token (bigram, trigram) counts of the corpus in this model's ids (specviz/llm/ngrams.py), counted once."""
+        from specviz.llm.ngrams import token_counts
+        from specviz.training.distill import DEFAULT_CORPUS
+
+        return token_counts(self.tokenizer, Path(DEFAULT_CORPUS))
+
+    @property
+    def bigram_counts(self):
+        return self.ngram_counts[0]
+
+    @property
+    def trigram_counts(self):
+        return self.ngram_counts[1]
 
     def target_model(self) -> HFTarget:
         """The model with a fresh KV cache, as the engine drives it."""

@@ -14,6 +14,8 @@ window policy (window_start, room) is the one every target shares, with the mode
 as its block size.
 """
 
+import copy
+
 import torch
 from transformers import DynamicCache
 
@@ -54,23 +56,26 @@ class HFTarget:
         self.start = 0  # window start of the cache
         self.cached: list[int] = []  # the tokens the committed entries hold
         self._new = 0  # scratch entries written by the last forward, not yet kept
+        self._early: dict[int, object] = {}  # n_layers -> the base model cut there (layer-skip's draft)
 
     @property
     def length(self) -> int:
         return len(self.cached)
 
-    def _crop(self, n: int) -> None:
-        """Keep the cache's first n entries (committed or scratch); drop the rest."""
-        extra = self.cache.get_seq_length() - n
-        if extra > 0:
-            self.cache.crop(-extra)
+    def _crop(self, n: int, layers: int | None = None) -> None:
+        """Keep the first n entries (committed or scratch) of the first ``layers`` layers (all by default; a
+        layer-skip draft fills its few layers further than the rest)."""
+        for layer in self.cache.layers[:layers]:
+            extra = layer.keys.shape[-2] - n if layer.is_initialized else 0
+            if extra > 0:
+                layer.crop(-extra)
 
-    def mask(self, P: int, tree_mask: torch.Tensor | None, T: int) -> torch.Tensor:
-        """The additive attention mask of T new rows after P cache entries: 0 where a row may attend, the
-        dtype's minimum where not; every row sees the whole cache. -> (1, 1, T, P + T)"""
-        allow = torch.ones(T, P + T, dtype=torch.bool)
-        allow[:, P:] = torch.ones(T, T, dtype=torch.bool).tril() if tree_mask is None else tree_mask
-        bias = torch.zeros(T, P + T, dtype=self.dtype).masked_fill_(~allow, torch.finfo(self.dtype).min)
+    def mask(self, P: int, allow: torch.Tensor) -> torch.Tensor:
+        """The additive attention mask of T new rows after P entries that every row sees: 0 where a row may
+        attend, the dtype's minimum where not. allow (T, S+T) bool over the rest -> (1, 1, T, P + S + T)"""
+        T = allow.size(0)
+        full = torch.cat([torch.ones(T, P, dtype=torch.bool), allow], 1)
+        bias = torch.zeros(full.shape, dtype=self.dtype).masked_fill_(~full, torch.finfo(self.dtype).min)
         return bias.to(self.device)[None, None]
 
     @torch.no_grad()
@@ -79,15 +84,28 @@ class HFTarget:
         values stay as scratch until ``keep``. tree_mask (T, T) bool, True = may attend; None causal.
         -> (T, V) logits, or None"""
         self._crop(self.length)
+        self._new = 0
+        T = len(tokens)
+        allow = torch.ones(T, T, dtype=torch.bool).tril() if tree_mask is None else tree_mask
+        return self._run(tokens, positions, allow, logits)
+
+    @torch.no_grad()
+    def extend(self, tokens: list[int], positions: list[int], scratch_mask: torch.Tensor, logits: bool = True):
+        """Run ``tokens`` after the scratch of the forward (and extends) since the last ``keep``: a draft tree
+        grown one depth per pass. scratch_mask (T, S+T) bool over the S scratch entries, then the new tokens.
+        -> (T, V) logits, or None"""
+        assert scratch_mask.shape == (len(tokens), self._new + len(tokens)), "the mask covers scratch and new"
+        return self._run(tokens, positions, scratch_mask, logits)
+
+    def _run(self, tokens: list[int], positions: list[int], allow: torch.Tensor, logits: bool):
         lo, hi = min(positions), max(positions)
         if lo < 0 or hi >= self.block_size:
             bad = hi if hi >= self.block_size else lo
             raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
-        T = len(tokens)
         args = dict(input_ids=torch.tensor([tokens], device=self.device),
                     position_ids=torch.tensor([positions], device=self.device),
-                    attention_mask=self.mask(self.length, tree_mask, T), past_key_values=self.cache, use_cache=True)  # fmt: skip
-        self._new = T
+                    attention_mask=self.mask(self.length, allow), past_key_values=self.cache, use_cache=True)  # fmt: skip
+        self._new += len(tokens)
         if not logits:
             self.model.base_model(**args)  # no language-model head: a prefill
             return None
@@ -135,11 +153,40 @@ class HFTarget:
     def features(self, start: int, stop: int) -> torch.Tensor:
         raise ValueError("this target keeps no features")
 
-    def first_layers(self, tokens: list[int], positions: list[int], at: int, n_layers: int) -> torch.Tensor:
-        raise ValueError("layer-skip is not available on a transformers model yet")
+    def early(self, n_layers: int):
+        """The base model cut to its first n_layers blocks, sharing every weight (the model itself is shared by
+        every session and never changed): its blocks write their keys and values into this cache's first
+        n_layers layers, and it ends with the model's final norm."""
+        early = self._early.get(n_layers)
+        if early is None:
+            base = self.model.base_model
+            early = copy.copy(base)
+            early._modules = dict(base._modules)
+            name = "layers" if "layers" in base._modules else "h"  # Llama's blocks, GPT-2's
+            early._modules[name] = torch.nn.ModuleList(list(base._modules[name])[:n_layers])
+            early.config = copy.copy(base.config)
+            early.config.num_hidden_layers = n_layers
+            self._early[n_layers] = early
+        return early
 
+    @torch.no_grad()
+    def first_layers(self, tokens: list[int], positions: list[int], at: int, n_layers: int) -> torch.Tensor:
+        """Layer-skip's draft: ``tokens`` through the first n_layers blocks only, their keys and values written
+        at entries at.. of those layers (scratch the verify pass replaces), causal after every entry before
+        ``at``. transformers' base model applies its final norm itself, so the rows come back normed and
+        ``head`` is the language-model head alone: head(first_layers(...)) is the early exit. (T,) -> (T, C)"""
+        self._crop(at, n_layers)
+        T = len(tokens)
+        out = self.early(n_layers)(input_ids=torch.tensor([tokens], device=self.device),
+                                   position_ids=torch.tensor([positions], device=self.device),
+                                   attention_mask=self.mask(at, torch.ones(T, T, dtype=torch.bool).tril()),
+                                   past_key_values=self.cache, use_cache=True)  # fmt: skip
+        return out.last_hidden_state[0]  # (T, C), normed
+
+    @torch.no_grad()
     def head(self, x: torch.Tensor) -> torch.Tensor:
-        raise ValueError("layer-skip is not available on a transformers model yet")
+        """The language-model head over first_layers' (normed) rows. (T, C) -> (T, V)"""
+        return self.model.get_output_embeddings()(x).to(self.dtype)
 
     def held(self) -> tuple:
         """The model and the cache's tensors: what a drafter bound to this target shares with plain decoding."""

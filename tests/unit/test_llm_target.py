@@ -8,13 +8,20 @@ import torch
 
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
-from specviz.drafters import drafter_names, make_drafter
+from specviz.drafters import drafter_class, drafter_names, make_drafter
 from specviz.drafters.base import Sources, tree_mask
 from specviz.teaching.exactness import chi_square
 from tests.llm_models import checkpoint
 
 KINDS = ("llama", "gpt2")
 PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks? But soft, what"
+
+
+def draft_model(kind: str, drafter: str, **kw):
+    """The other tiny architecture (same tokenizer) as the draft model of a drafter that needs one, else None."""
+    if "draft_model" not in drafter_class(drafter).needs:
+        return None
+    return checkpoint("gpt2" if kind == "llama" else "llama", **kw).model
 
 
 def fresh(ck, tokens: list[int]) -> torch.Tensor:
@@ -68,7 +75,8 @@ def test_tree_rows_equal_fresh_passes_and_keep_gathers_the_path(kind):
 def test_greedy_float64_equals_plain_decoding_and_transformers_generate(kind, drafter):
     ck = checkpoint(kind)
     prompt, n = ck.tokenizer.encode(PROMPT), 48
-    gen = Generation(ck, prompt, Settings(drafter=drafter, k=4, temperature=0.0, max_new_tokens=n))
+    gen = Generation(ck, prompt, Settings(drafter=drafter, k=4, temperature=0.0, max_new_tokens=n, layer_skip_layers=1),
+                     draft_model(kind, drafter))  # fmt: skip
     while not gen.done:
         gen.step()
         assert_cache_is_prefill(ck, gen.target, gen.tokens)
@@ -78,7 +86,7 @@ def test_greedy_float64_equals_plain_decoding_and_transformers_generate(kind, dr
     assert gen.trace.tokens == want
     plain = Generation(ck, prompt, Settings(drafter="none", temperature=0.0, max_new_tokens=n)).run()
     assert plain.tokens == want
-    if drafter != "none":
+    if drafter in ("prompt-lookup", "suffix"):  # random draft models rarely agree with the target: not asked
         assert len(gen.trace.rounds) < n, "the drafter never had a draft accepted: the test checks nothing of it"
 
 
@@ -100,16 +108,30 @@ def test_sampled_output_has_the_targets_distribution(kind, drafter):
     ck = checkpoint(kind, scale=1.0)
     prompt = ck.tokenizer.encode("the cat sat on the mat. the cat sat on the mat. the cat ")
     expected = exact_two(ck, prompt)
-    settings = Settings(drafter=drafter, k=1, temperature=1.0, max_new_tokens=2)
+    settings = Settings(drafter=drafter, k=1, temperature=1.0, max_new_tokens=2, layer_skip_layers=1)
     counts, drafted = torch.zeros_like(expected), 0
-    shared = make_drafter(Sources(settings, ck, prompt))
+    draft = draft_model(kind, drafter, scale=1.0)
+    shared = make_drafter(Sources(settings, ck, prompt, ck.target_model(), draft))
     for seed in range(2500):
-        run = Generation(ck, prompt, Settings(**{**vars(settings), "seed": seed}),
+        run = Generation(ck, prompt, Settings(**{**vars(settings), "seed": seed}), draft,
                          drafter=None if shared.stateful else shared)  # fmt: skip
         trace = run.run()
         a, b = trace.tokens[:2]
         counts[a, b] += 1
         drafted += sum(len(r.draft_tokens) for r in trace.rounds)
-    assert drafted > 500, "too few drafts: the test would not cover the drafted position"
+    assert drafted > 1000, "too few drafts: the test would not cover the drafted position"
     test = chi_square(counts, expected)
     assert test.dof >= 10 and test.p_value > 1e-3, test
+
+
+def test_a_wide_row_draws_what_the_list_path_draws():
+    """draw() keeps a real model's row in torch (sampling.LARGE_ROW): the same token as the running sums."""
+    from itertools import accumulate
+
+    from specviz.core.sampling import LARGE_ROW, Stream, draw, draw_cumulative
+
+    probs = torch.softmax(torch.randn(LARGE_ROW + 1000, generator=torch.Generator().manual_seed(0)) * 3, 0).double()
+    a, b = Stream().manual_seed(1), Stream().manual_seed(1)
+    cum = list(accumulate(probs.tolist()))
+    got = [draw(probs, a) for _ in range(300)]
+    assert got == [draw_cumulative(cum, b) for _ in range(300)] and len(set(got)) > 50

@@ -10,7 +10,7 @@ import torch
 from specviz.cli.main import main
 from specviz.drafters import drafter_names
 from specviz.llm import load as llm
-from tests.llm_models import folder, tokenizer
+from tests.llm_models import checkpoint, corpus_slice, folder, tokenizer
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -96,3 +96,25 @@ def test_float64_load_doubles_the_memory_figure():
     src32 = llm.inspect(str(folder("llama")), torch.float32)
     with pytest.raises(llm.LLMError, match="float64"):
         llm.inspect(str(folder("llama")), torch.float64, available=int(src32.parameters * 4 * llm.HEADROOM) + 1)
+
+
+def test_info_lists_smollm2_and_the_hub_cache(capsys, monkeypatch, tmp_path):
+    import json
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: SmolLM2 alone
+    code, out, _ = run(capsys, "info", "--json")
+    real = [r for r in json.loads(out) if r.get("kind") == "real model"]
+    assert code == 0 and [r["name"] for r in real] == ["smollm2"]
+    assert real[0]["parameters"] == 134_515_008 and real[0]["config"]["vocab_size"] == 49152
+    code, out, _ = run(capsys, "info")
+    assert code == 0 and "--model smollm2" in out
+
+
+def test_pieces_show_their_whitespace():
+    from models.tokenizer import marked
+
+    tok = checkpoint("llama").tokenizer
+    ids = tok.encode(corpus_slice(300))
+    assert "".join(tok.pieces[i] for i in ids) == corpus_slice(300) == tok.decode(ids)
+    assert marked(" the\n") == "\u00b7the\u21b5\n" and marked("a\tb") == "a\u2192b"
+    assert any(" " in tok.pieces[i] for i in ids) and all(" " not in marked(tok.pieces[i]) for i in ids)

@@ -27,6 +27,12 @@ class CharTokenizer:
         """The text of one token id."""
         return self.pieces[token]
 
+    def __eq__(self, other) -> bool:  # equal vocabularies encode alike (a cache of a corpus's ids keys on it)
+        return isinstance(other, CharTokenizer) and other.chars == self.chars
+
+    def __hash__(self) -> int:
+        return hash(self.chars)
+
     @classmethod
     def from_text(cls, text: str) -> "CharTokenizer":
         return cls("".join(sorted(set(text))))

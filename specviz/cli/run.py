@@ -128,7 +128,7 @@ def cmd_exactness(args) -> None:
     if not 1 <= args.samples <= MAX_SAMPLES:
         raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
     if is_llm(args.model):  # before any weight loads
-        raise CLIError("the exactness lab runs on the character model only so far (tests/unit/test_llm_engine.py "
+        raise CLIError("the exactness lab runs on the character model only so far (tests/unit/test_llm_target.py "
                        "checks real models' output distributions by enumeration)")  # fmt: skip
     k = AUTO_K_MAX if args.k == "auto" else args.k
     target, prompt, settings, draft_model = prepare(args, max(1, k + 1))  # runs of K + 1 tokens

@@ -118,3 +118,8 @@ def test_pieces_show_their_whitespace():
     assert "".join(tok.pieces[i] for i in ids) == corpus_slice(300) == tok.decode(ids)
     assert marked(" the\n") == "\u00b7the\u21b5\n" and marked("a\tb") == "a\u2192b"
     assert any(" " in tok.pieces[i] for i in ids) and all(" " not in marked(tok.pieces[i]) for i in ids)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: --device cuda is accepted")
+def test_device_cuda_without_a_gpu(capsys):
+    assert "sees no GPU" in one_line_error(capsys, "generate", "--model", str(folder("llama")), "--device", "cuda")

@@ -1,6 +1,7 @@
 """Real models on the command line (specviz/cli/flags.py prepare_llm, specviz/llm/load.py): a tiny local folder
 runs end to end, and every bad input is one line and exit status 2, found before any weight loads."""
 
+import json
 import shutil
 
 import numpy as np
@@ -32,6 +33,10 @@ def test_generate_on_a_local_folder(capsys, kind):
                          "--temperature", "0", "--max-new-tokens", "12", "--dtype", "float64", "--prompt", "ROMEO:")  # fmt: skip
     assert code == 0, err
     assert out.startswith("ROMEO:") and "12 tokens" in err
+    code, out, err = run(capsys, "generate", "--model", str(folder(kind)), "--drafter", "suffix", "--json",
+                         "--max-new-tokens", "8", "--prompt", "ROMEO:")  # fmt: skip
+    data = json.loads(out)
+    assert code == 0 and data["tokens"] == 8 and len(data["vocab"]) == 96
 
 
 def test_folder_without_a_model(capsys, tmp_path):
@@ -99,8 +104,6 @@ def test_float64_load_doubles_the_memory_figure():
 
 
 def test_info_lists_smollm2_and_the_hub_cache(capsys, monkeypatch, tmp_path):
-    import json
-
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: SmolLM2 alone
     code, out, _ = run(capsys, "info", "--json")
     real = [r for r in json.loads(out) if r.get("kind") == "real model"]

@@ -63,10 +63,17 @@ class Checkpoint:
     meta: dict  # training metadata: iterations, losses, seed, corpus sha256, command, ...
     bigram_counts: torch.Tensor  # (V, V) counts[a, b] of "ab" in the training split
     trigram_counts: torch.Tensor  # (V, V, V) counts[a, b, c] of "abc" in the training split
+    bpe = False  # one token per character (a real model's LLMCheckpoint says True: specviz/llm/load.py)
 
     @property
     def config(self) -> GPTConfig:
         return self.model.config
+
+    def target_model(self):
+        """The model with a fresh KV cache, as the engine drives it (specviz.core.target.TargetModel)."""
+        from specviz.kernels.cached_model import CachedModel  # the kernels import this module's model
+
+        return CachedModel(self.model)
 
 
 def checkpoint_path(name: str) -> Path:

@@ -13,7 +13,9 @@ from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.cli.errors import CLIError, checked
 from specviz.core.markup import cut
 from specviz.core.settings import KNOBS, Knob, Settings
-from specviz.drafters import drafter_class
+from specviz.drafters import check_tokens, drafter_class
+from specviz.llm import load as llm
+from specviz.llm.load import DTYPES, is_llm
 
 DEFAULT_PROMPT = "ROMEO:\nBut soft, what light"
 
@@ -53,7 +55,14 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
         else:
             kind = k_arg if k.auto else type(value)
             p.add_argument(flag, dest=name, type=kind, default=value, help=flag_help(name, k))
-    p.add_argument("--model", default="target", help="target checkpoint: target or tiny (or a path)")
+    p.add_argument("--model", default="target", help="target: the character checkpoint target or tiny (or a "
+                   ".safetensors path), or a real model: smollm2 (SmolLM2-135M-Instruct, shipped), a local transformers "
+                   "folder, or a hub name in the local cache (no downloads)")  # fmt: skip
+    p.add_argument("--draft-model", default=None, help="a real model's draft model (a folder or hub name) for the "
+                   "drafters that need one; it must share the target's tokenizer")  # fmt: skip
+    p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",
+                   help="a real model's dtype (float64: greedy output equals plain decoding exactly)")  # fmt: skip
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="where a real model runs")
     if json_flag:
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -75,6 +84,8 @@ def prepare(args, max_new_tokens: int):
     settings = run_settings(args, max_new_tokens)
     if not args.prompt:
         raise CLIError("the prompt is empty")
+    if is_llm(args.model):
+        return prepare_llm(args, settings)
     config, tokenizer, _ = checkpoint_header(args.model)  # the header only: no weights yet
     try:
         prompt = tokenizer.encode(args.prompt)
@@ -94,6 +105,37 @@ def prepare(args, max_new_tokens: int):
     return target, prompt, settings, draft_model
 
 
+def prepare_llm(args, settings: Settings):
+    """prepare for a real model (specviz/llm/load.py): the model's files, its draft model's and their
+    tokenizers checked, then the weights loaded. LLMError and the drafter's refusals become CLIError."""
+    drafter = drafter_class(settings.drafter)
+    dtype = DTYPES[args.dtype]
+    try:
+        src = llm.inspect(args.model, dtype)
+        tokenizer = llm.load_tokenizer(src)
+        checked(check_tokens, drafter, llm.LLMCheckpoint)
+        checked(drafter.check, settings, src.config)
+        draft = None
+        if "draft_model" in drafter.needs:
+            if not args.draft_model:
+                raise CLIError(f"the {settings.drafter} drafter on a real model needs --draft-model")
+            draft = llm.inspect(args.draft_model, dtype)
+            draft_tokenizer = llm.load_tokenizer(draft)
+            if not draft_tokenizer.same_as(tokenizer):
+                raise CLIError(f"the draft model {cut(args.draft_model)} has another tokenizer than {cut(args.model)}: "
+                               "it cannot draft for it")  # fmt: skip
+        llm.device_of(args.device)
+        target = llm.load(src, dtype, args.device, tokenizer)
+        draft_model = llm.load(draft, dtype, args.device, draft_tokenizer).model if draft else None
+    except llm.LLMError as e:
+        raise CLIError(str(e)) from None
+    prompt = tokenizer.encode(args.prompt)
+    if not prompt:
+        raise CLIError("the prompt encodes to no tokens")
+    checked(drafter.load, settings, target)  # a token n-gram table: counted here (or read from .cache/)
+    return target, prompt, settings, draft_model
+
+
 COSTS_HELP = ("what adaptive K takes a verify pass to cost: this machine's (measured once per CPU, ~3 s, and "
               "kept in .cache/costs), or the reference machine's figures (specviz/adaptive/costs.py)")  # fmt: skip
 
@@ -101,7 +143,7 @@ COSTS_HELP = ("what adaptive K takes a verify pass to cost: this machine's (meas
 def cost_curve(choice: str, target, needed: bool) -> CostCurve:
     """The verify-cost curve for ``--costs``: this machine's only when a run will use it, from the disk
     cache the app shares, or measured here (with a bar) and kept there."""
-    if not needed or choice == "reference":
+    if not needed or choice == "reference" or target.bpe:  # measured on the character model only, so far
         return REFERENCE
 
     def measure_now() -> CostCurve:

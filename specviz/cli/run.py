@@ -1,5 +1,6 @@
 """The run commands: info, generate, replay and exactness."""
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from specviz.cli.errors import CLIError, checked
 from specviz.cli.flags import cost_curve, prepare
 from specviz.core.engine import Generation
 from specviz.core.outputs import writable_file
+from specviz.llm.load import is_llm
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 
 
@@ -32,8 +34,9 @@ def cmd_info(args) -> None:
                 "file_size_bytes": checkpoint_path(name).stat().st_size,
             }
         )
+    real = llm_rows()
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps(rows + real, indent=2))
         return
     for r in rows:
         c = r["config"]
@@ -42,6 +45,37 @@ def cmd_info(args) -> None:
             f"{c['n_head']} heads, block_size {c['block_size']}, vocab {c['vocab_size']}  "
             f"train {r['train_loss']:.4f}  val {r['val_loss']:.4f}  {r['file_size_bytes'] / 1e6:.1f} MB"
         )
+    for r in real:
+        if "error" in r:
+            print(f"{r['name']}: cannot run: {r['error']}")
+            continue
+        c = r["config"]
+        print(f"{r['name']}  {r['parameters']:>11,} params  {c['model_type']}, {c['n_layer']} layers x {c['n_embd']} "
+              f"wide, vocab {c['vocab_size']}, context {c['block_size']}  {r['file_size_bytes'] / 1e6:.1f} MB  "
+              f"(--model {r['name']})")  # fmt: skip
+
+
+def llm_rows() -> list[dict]:
+    """The real models found here: SmolLM2 (when its package is installed) and the hub cache's models, each
+    checked from its files as --model would (specviz/llm/load.py), with the reason where one cannot run."""
+    from specviz.llm import load as llm
+
+    names = [llm.SMOLLM2] if importlib.util.find_spec(llm.SMOLLM2_PACKAGE) else []
+    try:
+        from huggingface_hub import scan_cache_dir
+
+        names += sorted(r.repo_id for r in scan_cache_dir().repos if r.repo_type == "model")
+    except Exception:  # noqa: BLE001, S110 (no cache folder yet: nothing to list)
+        pass
+    rows = []
+    for name in names:
+        try:
+            src = llm.inspect(name, available=1 << 62)  # listed whatever the memory; --model checks it
+            rows.append({"name": name, "kind": "real model", "path": str(src.folder / (src.gguf_file or "")),
+                         "config": vars(src.config), "parameters": src.parameters, "file_size_bytes": src.file_bytes})  # fmt: skip
+        except llm.LLMError as e:
+            rows.append({"name": name, "kind": "real model", "error": str(e)})
+    return rows
 
 
 def cmd_generate(args) -> None:
@@ -58,7 +92,7 @@ def cmd_generate(args) -> None:
             )
         )
         return
-    print(args.prompt + trace.text)
+    print(args.prompt + target.tokenizer.decode(trace.tokens))  # decode: a BPE piece may hold part of a character
     depth = settings.k  # the drafter may cap adaptive K's
     if gen.adaptive is not None:
         depth = f"auto (at most {gen.adaptive.k_max}; verify costs: {gen.adaptive.curve.source})"
@@ -93,6 +127,9 @@ def cmd_replay(args) -> None:
 def cmd_exactness(args) -> None:
     if not 1 <= args.samples <= MAX_SAMPLES:
         raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
+    if is_llm(args.model):  # before any weight loads
+        raise CLIError("the exactness lab runs on the character model only so far (tests/unit/test_llm_target.py "
+                       "checks real models' output distributions by enumeration)")  # fmt: skip
     k = AUTO_K_MAX if args.k == "auto" else args.k
     target, prompt, settings, draft_model = prepare(args, max(1, k + 1))  # runs of K + 1 tokens
     B = target.config.block_size

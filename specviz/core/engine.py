@@ -25,7 +25,6 @@ from specviz.core.settings import Settings
 from specviz.core.target import TargetModel, room, window_start
 from specviz.drafters import Drafter, Sources, make_drafter
 from specviz.drafters.base import Draft, chain, tree_mask
-from specviz.kernels.cached_model import CachedModel
 from specviz.verifiers import expected_acceptance, get_verifier
 
 IDLE = "chose K = 0: the drafter was not asked"
@@ -120,7 +119,7 @@ class Generation:
         if not prompt:
             raise ValueError("the prompt is empty")
         self.settings = settings
-        self.target: TargetModel = CachedModel(target.model)
+        self.target: TargetModel = target.target_model()  # the model with a fresh KV cache
         assert drafter is None or not drafter.stateful
         self.drafter: Drafter = drafter or make_drafter(Sources(settings, target, prompt, self.target, draft_model))
         self.verifier = get_verifier(settings.verification).configured(settings)

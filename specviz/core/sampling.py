@@ -11,6 +11,10 @@ from itertools import accumulate
 import torch
 from torch.nn import functional as F
 
+# Rows wider than this are a real model's (49,152 for SmolLM2): no cached V x V identity for one-hot rows, and
+# draw() keeps the row in torch (a Python list of it costs ~2 ms), with the same rule and the same one draw.
+LARGE_ROW = 4096
+
 
 def probs_from_logits(logits: torch.Tensor, temperature: float) -> torch.Tensor:
     """softmax(logits / T) in float64, or one-hot argmax at T = 0. (..., V) -> (..., V)"""
@@ -28,7 +32,10 @@ def one_hot_argmax(x: torch.Tensor) -> torch.Tensor:
     """1.0 at each row's argmax, 0 elsewhere, float64: rows of the identity, gathered. (Not F.one_hot: it
     checks its input's range first; and zeros then scatter_ is one op more, each op slow in a round, after
     the target's pass has emptied the caches: docs/notes/kernels.md.) (..., V) -> (..., V)"""
-    return _identity(x.size(-1), x.device)[x.argmax(-1)]
+    V = x.size(-1)
+    if V > LARGE_ROW:  # a real model's identity would take V^2 floats (19 GB for SmolLM2): scatter instead
+        return torch.zeros(x.shape, dtype=torch.float64, device=x.device).scatter_(-1, x.argmax(-1, keepdim=True), 1.0)
+    return _identity(V, x.device)[x.argmax(-1)]
 
 
 def scale_probs(probs: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -50,11 +57,26 @@ def draw(probs: torch.Tensor, gen: torch.Generator) -> int:
     Why in Python: the row is 65 floats. tolist() and a bisection cost ~14 us in a round; the
     exponential race torch.multinomial runs (exponential_, divide, argmax) cost ~20 us there, each
     op paying a dispatch and the caches the target's forward pass has just emptied."""
+    if probs.numel() > LARGE_ROW:
+        return _draw_large(probs, gen)
     row = probs.tolist()
     top = max(row)
     if top >= 1.0:  # one-hot
         return row.index(top)
     return draw_cumulative(list(accumulate(row)), gen)
+
+
+def _draw_large(probs: torch.Tensor, gen: torch.Generator) -> int:
+    """draw() for a wide row, in torch: cumsum and a binary search."""
+    top, arg = probs.max(0)
+    if float(top) >= 1.0:  # one-hot
+        return int(arg)
+    cum = torch.cumsum(probs.double(), 0)
+    total = float(cum[-1])
+    i = int(torch.searchsorted(cum, torch.tensor([uniform(gen) * total], dtype=cum.dtype), right=True)[0])
+    if i == cum.numel():  # u * total rounded up to total: the last token that can occur
+        i = int(torch.searchsorted(cum, torch.tensor([total], dtype=cum.dtype))[0])
+    return i
 
 
 def draw_cumulative(cum: list[float], gen: torch.Generator) -> int:

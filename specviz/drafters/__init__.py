@@ -69,10 +69,19 @@ def drafter_class(name: str) -> type[Drafter]:
         raise ValueError(f"unknown drafter {name!r}; choose one of: {', '.join(REGISTRY)}") from None
 
 
+def check_tokens(cls: type[Drafter], checkpoint) -> None:
+    """ValueError, one line, where the drafter cannot draft this checkpoint's tokens (Drafter.bpe)."""
+    if getattr(checkpoint, "bpe", False) and not cls.bpe:
+        raise ValueError(f"the {cls.name} drafter works on the character model only, not on a real model's "
+                         f"word pieces; on one, choose: {', '.join(drafter_names(bpe=True))}")  # fmt: skip
+
+
 def make_drafter(src: Sources) -> Drafter:
     """The drafter ``src.settings`` names, built for one generation."""
-    return drafter_class(src.settings.drafter).build(src)
+    cls = drafter_class(src.settings.drafter)
+    check_tokens(cls, src.checkpoint)
+    return cls.build(src)
 
 
-__all__ = ["BASELINE", "REGISTRY", "Draft", "Drafter", "NoDrafter", "Sources", "chain", "drafter_class",
-           "drafter_names", "make_drafter", "register"]  # fmt: skip
+__all__ = ["BASELINE", "REGISTRY", "Draft", "Drafter", "NoDrafter", "Sources", "chain", "check_tokens",
+           "drafter_class", "drafter_names", "make_drafter", "register"]  # fmt: skip

@@ -136,6 +136,9 @@ class Drafter:
     panels: tuple[str, ...] = ()  # the step page's panels for its rounds, by name (ui/method_views.py PANELS)
     deterministic = False  # True: proposals are one-hot (q is None)
     stateful = False  # True: learns during a generation, so one instance serves one generation only
+    # True: drafts on a real model's word-piece tokens too (specviz/llm: 50k-entry vocabularies); False: its
+    # tables, heads or index are the character model's, and a run on a real model is refused in one line.
+    bpe = False
     # Time to draft one token, in target forward passes; adaptive K weighs it (specviz/adaptive/policy.py).
     # Table look-ups cost ~0.02 on this project's CPU; a neural draft's forward pass costs more.
     draft_cost = 0.02
@@ -205,6 +208,20 @@ class Drafter:
     def observe(self, logits: torch.Tensor) -> None:
         """After the verify pass of a draft with ``extra``, before ``update``: the logits of the
         root, then of each extra token, (1 + E, V). Only drafters that send extras need it."""
+
+
+def model_cache(model):
+    """A draft model with a KV cache of its own: CachedModel for the character GPT, HFTarget for a transformers
+    model (specviz/llm/target.py). Both trim, feed, extend and keep the same way."""
+    from models.gpt import GPT
+
+    if isinstance(model, GPT):
+        from specviz.kernels.cached_model import CachedModel
+
+        return CachedModel(model)
+    from specviz.llm.target import HFTarget
+
+    return HFTarget(model)
 
 
 def sample_chain(next_dist, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:

@@ -11,23 +11,47 @@ def laplace(counts: torch.Tensor) -> torch.Tensor:
     return smoothed / smoothed.sum(-1, keepdim=True)
 
 
+class DenseCounts:
+    """The character model's counts, dense ((V,) * n int tensor), Laplace-smoothed; a real model's are sparse
+    (specviz/llm/ngrams.py SparseCounts). Both give a context's row and its evidence."""
+
+    def __init__(self, counts: torch.Tensor):
+        self.table = laplace(counts)  # (V,) * n
+        self.context_counts = counts.sum(-1)  # (V,) * (n - 1) evidence per context
+
+    def row(self, context: tuple[int, ...]) -> torch.Tensor:
+        return self.table[context]  # (V,)
+
+    def evidence(self, context: tuple[int, ...]) -> int:
+        return int(self.context_counts[context])
+
+
+def counts_of(counts) -> "DenseCounts":
+    """A checkpoint's counts as rows: a dense tensor wrapped, a real model's SparseCounts as they are."""
+    return DenseCounts(counts) if isinstance(counts, torch.Tensor) else counts
+
+
 class BigramDrafter(Drafter):
     name = "bigram"
     summary = "character bigram counts of the training split"
     paper = "the bigram-draft post (speculative decoding added to nanoGPT)"
     preset = "Free verse"
+    bpe = True  # a real model's token bigrams, counted with its tokenizer (specviz/llm/ngrams.py)
 
     @classmethod
     def build(cls, src):
         return cls(src.checkpoint.bigram_counts)
 
-    def __init__(self, bigram_counts: torch.Tensor):
-        self.table = laplace(bigram_counts)  # (V, V)
-        self.row_counts = bigram_counts.sum(-1)  # (V,) evidence per current token
+    @classmethod
+    def load(cls, settings, checkpoint):
+        checkpoint.bigram_counts  # noqa: B018 (a real model's are counted now, once, or read from disk)
+
+    def __init__(self, bigram_counts):
+        self.counts = counts_of(bigram_counts)  # (V, V) tensor, or SparseCounts
 
     def next_dist(self, seq: list[int]) -> tuple[torch.Tensor, dict]:
         cur = seq[-1]
-        return self.table[cur], {"row": "bigram", "context": [cur], "evidence": int(self.row_counts[cur])}
+        return self.counts.row((cur,)), {"row": "bigram", "context": [cur], "evidence": self.counts.evidence((cur,))}
 
     def draft(self, context, k, temperature, gen):
         return sample_chain(self.next_dist, context, k, temperature, gen)

@@ -26,6 +26,7 @@ class EagleTreeDrafter(NeuralTreeDrafter):
     paper = "EAGLE-2 trees (Li et al., 2024) on EAGLE-3 (Li et al., 2025)"
     preset = "Dialogue"
     needs = frozenset({"target_cache", "heads"})
+    bpe = False  # its head reads the character model's features
     panels = ("eagle features",)
     # Per node: K head passes over ~N/K rows each, so ~DRAFT_COST K / N, plus the tree's per-node Python
     # (~0.1, the neural tree's estimate): 0.225 at 16 nodes, K = 4. bench-style runs measured draft c 0.32

@@ -41,6 +41,7 @@ class LayerSkipDrafter(Drafter):
         "prefilled twice; more draft layers guess better but cost more."
     )
     needs = frozenset({"target_cache"})
+    bpe = True  # any target with first_layers and head (a transformers Llama or GPT-2: specviz/llm/target.py)
     stateful = True  # bound to one generation's target cache
     # Per drafted token, in target forward units: one token through n of the target's L layers,
     # plus the shared head. On this CPU a pass is mostly per-op overhead, so it scales with the

@@ -6,8 +6,7 @@ the first drafted position: K tiny forward passes per round, not K + 1."""
 
 from models.gpt import GPT
 from specviz.core.sampling import probs_from_logits
-from specviz.drafters.base import Drafter, sample_chain
-from specviz.kernels.cached_model import CachedModel
+from specviz.drafters.base import Drafter, model_cache, sample_chain
 
 
 class NeuralDrafter(Drafter):
@@ -16,6 +15,7 @@ class NeuralDrafter(Drafter):
     paper = "Speculative sampling (Leviathan et al., 2023; Chen et al., 2023)"
     preset = "Free verse"
     needs = frozenset({"draft_model"})
+    bpe = True  # any draft model that shares the target's tokenizer (checked before loading)
     stateful = True
     # A tiny-model pass is mostly per-op overhead. The bench's draft c (5 presets, 128 tokens, 1 thread):
     # 0.48-0.51 at K = 1, 0.40-0.43 at K = 2, 0.36-0.40 at K = 3 (the first pass also feeds
@@ -27,7 +27,7 @@ class NeuralDrafter(Drafter):
         return cls(src.need("draft_model", cls.name))
 
     def __init__(self, model: GPT):
-        self.lm = CachedModel(model)
+        self.lm = model_cache(model)
 
     def draft(self, context, k, temperature, gen):
         before = self.lm.length

@@ -31,8 +31,7 @@ import torch
 
 from models.gpt import GPT
 from specviz.core.sampling import draw, probs_from_logits, scale_probs, without
-from specviz.drafters.base import Draft, Drafter, chain, depth_first, tree_mask
-from specviz.kernels.cached_model import CachedModel
+from specviz.drafters.base import Draft, Drafter, chain, depth_first, model_cache, tree_mask
 
 # Default children per node, as the distilled tree: at T = 0.8, 16 nodes at K = 4 lift the chance that a
 # depth-1 draft is accepted from the chain's 0.67 to 0.88 (measured on the app's four presets).
@@ -47,6 +46,7 @@ class NeuralTreeDrafter(Drafter):
     tree = True
     sampled_tree = True
     needs = frozenset({"draft_model"})
+    bpe = True  # any draft model that shares the target's tokenizer (checked before loading)
     stateful = True
     # Per drafted node, in target forwards. A tiny pass costs ~0.45 (the chain drafter's figure: per-op
     # overhead, barely more for a few rows), and a round of N nodes over K depths takes K passes of ~N/K
@@ -61,7 +61,7 @@ class NeuralTreeDrafter(Drafter):
         return cls(src.need("draft_model", cls.name), s.neural_tree_nodes, s.neural_tree_children, s.tree_sampling)
 
     def __init__(self, model: GPT, nodes: int = 16, children: int = CHILDREN, sampling: str = "without-replacement"):
-        self.lm = CachedModel(model)
+        self.lm = model_cache(model)
         self.nodes, self.children, self.sampling = nodes, children, sampling
         self.max_nodes = nodes
 

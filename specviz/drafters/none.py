@@ -11,6 +11,7 @@ class NoDrafter(Drafter):
     paper = "the baseline"
     preset = "Free verse"
     drafts = False
+    bpe = True
 
     @classmethod
     def peer(cls, k):

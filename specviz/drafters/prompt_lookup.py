@@ -34,6 +34,7 @@ class PromptLookupDrafter(Drafter):
     paper = "Prompt lookup decoding (Saxena, 2023)"
     preset = "Quote a passage"
     deterministic = True
+    bpe = True  # ids compared as ids: any vocabulary
 
     @classmethod
     def build(cls, src):

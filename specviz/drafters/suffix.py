@@ -70,13 +70,24 @@ def suffix_array(text: np.ndarray, progress: bool = False) -> np.ndarray:
     return sa
 
 
-class SuffixIndex:
-    """A token sequence (ids < 256, so a pattern compares as bytes) and its suffix array."""
+def pack(ids, width: int) -> bytes:
+    """Token ids as bytes, ``width`` each, big-endian: byte order is then id order, so patterns compare as
+    bytes. One byte an id for a vocabulary of at most 256 (the character model), four for a real model's."""
+    return bytes(ids) if width == 1 else np.asarray(ids, dtype=">u4").tobytes()
 
-    def __init__(self, text: np.ndarray, sa: np.ndarray | None = None):
-        assert text.size == 0 or int(text.max()) < 256
+
+def width_for(vocab_size: int) -> int:
+    return 1 if vocab_size <= 256 else 4
+
+
+class SuffixIndex:
+    """A token sequence (ids packed ``width`` bytes each, so a pattern compares as bytes) and its suffix array."""
+
+    def __init__(self, text: np.ndarray, sa: np.ndarray | None = None, width: int = 1):
+        assert text.size == 0 or int(text.max()) < 256**width
         self.text = text.astype(np.int64)  # (n,)
-        self.bytes = text.astype(np.uint8).tobytes()
+        self.w = width
+        self.bytes = pack(text.astype(np.int64).tolist(), width) if width > 1 else text.astype(np.uint8).tobytes()
         self.sa = suffix_array(self.text) if sa is None else sa  # (n,)
 
     def __len__(self) -> int:
@@ -84,9 +95,10 @@ class SuffixIndex:
 
     def find(self, pattern: list[int]) -> tuple[int, int]:
         """The range [lo, hi) of suffixes that start with ``pattern``: its occurrences."""
-        p, m, sa = bytes(pattern), len(pattern), self.sa
-        lo = bisect.bisect_left(sa, p, key=lambda i: self.bytes[i : i + m])
-        hi = bisect.bisect_right(sa, p, lo=lo, key=lambda i: self.bytes[i : i + m])
+        w = self.w
+        p, m, sa = pack(pattern, w), len(pattern) * w, self.sa
+        lo = bisect.bisect_left(sa, p, key=lambda i: self.bytes[i * w : i * w + m])
+        hi = bisect.bisect_right(sa, p, lo=lo, key=lambda i: self.bytes[i * w : i * w + m])
         return lo, hi
 
     def root(self, match: list[int]) -> tuple[int, int, int]:
@@ -118,11 +130,12 @@ class SuffixIndex:
     def occurs_followed(self, pattern: list[int]) -> bool:
         """Whether ``pattern`` occurs followed by a token: one binary search. The occurrence that
         ends the text, if any, sorts first among the pattern's; the next one then decides."""
-        p, m, sa = bytes(pattern), len(pattern), self.sa
-        i = bisect.bisect_left(sa, p, key=lambda j: self.bytes[j : j + m])
-        if i < len(sa) and sa[i] + m == len(self.bytes):
+        w = self.w
+        p, m, sa = pack(pattern, w), len(pattern), self.sa
+        i = bisect.bisect_left(sa, p, key=lambda j: self.bytes[j * w : (j + m) * w])
+        if i < len(sa) and sa[i] + m == len(self.text):
             i += 1
-        return i < len(sa) and self.bytes[sa[i] : sa[i] + m] == p
+        return i < len(sa) and self.bytes[sa[i] * w : (sa[i] + m) * w] == p
 
     def longest_match(self, context: list[int], max_len: int) -> list[int]:
         return longest_match(self, context, max_len)
@@ -133,15 +146,18 @@ class ContextSearch:
     SuffixIndex over it, the occurrences found by bytes.find. A state is the list of positions of
     the tokens that follow a path's occurrences (those that have one)."""
 
-    def __init__(self, tokens: list[int]):
-        self.bytes = bytes(tokens)  # ids < 256: a pattern compares as bytes
+    def __init__(self, tokens: list[int], width: int = 1):
+        self.tokens, self.w = tokens, width
+        self.bytes = pack(tokens, width)  # a pattern compares as bytes
 
     def starts(self, pattern: list[int]) -> list[int]:
-        """Where ``pattern`` occurs followed by a token (overlapping occurrences too)."""
-        p, end, out = bytes(pattern), len(self.bytes) - 1, []
+        """Where ``pattern`` occurs followed by a token (overlapping occurrences too), in tokens."""
+        w = self.w
+        p, end, out = pack(pattern, w), len(self.bytes) - w, []
         i = self.bytes.find(p, 0, end)  # within [0, end): a token follows
         while i >= 0:
-            out.append(i)
+            if i % w == 0:  # wider ids: a match must start on an id's first byte
+                out.append(i // w)
             i = self.bytes.find(p, i + 1, end)
         return out
 
@@ -149,7 +165,9 @@ class ContextSearch:
         return len(state)  # a state holds only the occurrences that a token follows
 
     def occurs_followed(self, pattern: list[int]) -> bool:
-        return self.bytes.find(bytes(pattern), 0, len(self.bytes) - 1) >= 0
+        return (
+            bool(self.starts(pattern)) if self.w > 1 else self.bytes.find(bytes(pattern), 0, len(self.bytes) - 1) >= 0
+        )
 
     def longest_match(self, context: list[int], max_len: int) -> list[int]:
         return longest_match(self, context, max_len)
@@ -160,7 +178,7 @@ class ContextSearch:
     def children(self, state: list[int]) -> list[tuple[int, int, list[int]]]:
         """(token, occurrences, the child's state) per token that follows, most frequent first
         (ties: lowest token), as SuffixIndex.children."""
-        text, n, groups = self.bytes, len(self.bytes), {}
+        text, n, groups = self.tokens, len(self.tokens), {}
         for i in state:
             groups.setdefault(text[i], []).append(i + 1)
         kids = [(t, len(g), g if g[-1] < n else g[:-1]) for t, g in groups.items()]  # the text's end: no next token
@@ -177,16 +195,16 @@ def longest_match(index, context: list[int], max_len: int) -> list[int]:
     return [int(t) for t in context[len(context) - lo :]]
 
 
-def corpus_ids(path: Path, chars: str) -> np.ndarray:
+def corpus_ids(path: Path, chars: str, tokenizer=None) -> np.ndarray:
     """The training split (nanoGPT's first 90%, as specviz.training.train.split) as token ids, encoded
-    by the character tokenizer whose vocabulary is ``chars`` (a checkpoint's)."""
+    by the character tokenizer whose vocabulary is ``chars`` (a checkpoint's), or by ``tokenizer``."""
     text = path.read_text(encoding="utf-8")
-    return split(np.array(CharTokenizer(chars).encode(text), dtype=np.int64))[0]
+    return split(np.array((tokenizer or CharTokenizer(chars)).encode(text), dtype=np.int64))[0]
 
 
 @functools.cache
 def corpus_index(
-    path: Path = DEFAULT_CORPUS, chars: str = "", cache_dir: Path | None = CACHE_DIR
+    path: Path = DEFAULT_CORPUS, chars: str = "", cache_dir: Path | None = CACHE_DIR, tokenizer=None, width: int = 1
 ) -> SuffixIndex | None:
     """The corpus's index, built once per process (a few seconds) and kept on disk under
     ``cache_dir`` keyed by the sha256 of the token ids (so a new corpus or vocabulary builds
@@ -194,21 +212,22 @@ def corpus_index(
     if not path.exists():
         warnings.warn(f"suffix decoding: no corpus at {path}; drafting from the context only", stacklevel=2)
         return None
-    ids = corpus_ids(path, chars)
+    ids = corpus_ids(path, chars, tokenizer)
     if cache_dir is None:
-        return SuffixIndex(ids, suffix_array(ids, progress=True))
-    file = cache_dir / f"{hashlib.sha256(ids.astype(np.uint8).tobytes()).hexdigest()}.npy"
+        return SuffixIndex(ids, suffix_array(ids, progress=True), width)
+    key = ids.astype(np.uint8).tobytes() if width == 1 else pack(ids.tolist(), width)
+    file = cache_dir / f"{hashlib.sha256(key).hexdigest()}.npy"
     if file.exists():
         sa = np.load(file, allow_pickle=False)
         if sa.shape == ids.shape:
-            return SuffixIndex(ids, sa)
+            return SuffixIndex(ids, sa, width)
     sa = suffix_array(ids, progress=True)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = file.with_suffix(f".{os.getpid()}.tmp")  # one per process: test workers may build it at once
     with open(tmp, "wb") as f:
         np.save(f, sa.astype(np.int32), allow_pickle=False)
     tmp.replace(file)
-    return SuffixIndex(ids, sa)
+    return SuffixIndex(ids, sa, width)
 
 
 def candidate_tree(index: "SuffixIndex | ContextSearch", context: list[int], k: int, max_match: int,
@@ -251,6 +270,7 @@ class SuffixDrafter(Drafter):
     tree = True
     needs = frozenset({"corpus"})
     deterministic = True
+    bpe = True  # a real model's ids packed four bytes each (pack), its corpus tokenized by its tokenizer
     # Per drafted token, in target forward units: each node of the two trees is a numpy pass over its
     # occurrences in the corpus, or a Python grouping of them in the context. A draft call in a round
     # grows from 194 us at K = 1 to 259 us at K = 5 (medians), ~0.015 a level against a
@@ -266,15 +286,18 @@ class SuffixDrafter(Drafter):
     @classmethod
     def build(cls, src):
         s = src.settings
-        corpus = corpus_index(chars=src.checkpoint.tokenizer.chars)
-        return cls(corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes)
+        width = width_for(src.checkpoint.config.vocab_size)
+        corpus = corpus_index(tokenizer=src.checkpoint.tokenizer, width=width)
+        return cls(corpus, s.suffix_max_match, s.suffix_min_prob, s.suffix_max_nodes, width)
 
-    def __init__(self, corpus: SuffixIndex | None, max_match: int = 16, min_prob: float = 0.1, max_nodes: int = 16):
+    def __init__(self, corpus: SuffixIndex | None, max_match: int = 16, min_prob: float = 0.1, max_nodes: int = 16,
+                 width: int = 1):  # fmt: skip
         self.corpus, self.max_match, self.min_prob, self.max_nodes = corpus, max_match, min_prob, max_nodes
+        self.width = width  # bytes an id (pack)
 
     def draft(self, context: list[int], k: int, temperature: float, gen: torch.Generator) -> Draft:
         args = (k, self.max_match, self.min_prob, self.max_nodes)
-        trees = {"context": candidate_tree(ContextSearch(context), context, *args)}
+        trees = {"context": candidate_tree(ContextSearch(context, self.width), context, *args)}
         if self.corpus is not None:
             trees["corpus"] = candidate_tree(self.corpus, context, *args)
         source = max(trees, key=lambda s: (trees[s]["score"], s == "context"))  # ties: the context

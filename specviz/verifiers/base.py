@@ -14,20 +14,33 @@ from functools import cache
 import torch
 
 from specviz.core.record import PositionRecord
+from specviz.core.sampling import LARGE_ROW
 from specviz.drafters.base import Draft
 
 
+class OneHots:
+    """A real model's one-hot rows (V > LARGE_ROW), each made when asked: an identity of V^2 floats would not fit."""
+
+    def __init__(self, V: int):
+        self.V = V
+
+    def __getitem__(self, x) -> torch.Tensor:
+        if isinstance(x, list):
+            return torch.zeros(len(x), self.V, dtype=torch.float64).scatter_(1, torch.tensor(x)[:, None], 1.0)
+        return torch.zeros(self.V, dtype=torch.float64).index_fill_(0, torch.tensor(int(x)), 1.0)
+
+
 @cache
-def one_hot_rows(V: int) -> torch.Tensor:
+def one_hot_rows(V: int) -> torch.Tensor | OneHots:
     """Row x is the one-hot q of a deterministic proposal x; rows are shared views, never written. (V, V)"""
-    return torch.eye(V, dtype=torch.float64)
+    return OneHots(V) if V > LARGE_ROW else torch.eye(V, dtype=torch.float64)
 
 
 @cache
-def one_hots(V: int) -> tuple[torch.Tensor, ...]:
+def one_hots(V: int) -> tuple[torch.Tensor, ...] | OneHots:
     """one_hot_rows(V)'s rows, as views made once: a tuple look-up, where indexing the tensor makes a
     new view each time (~1 us, more in a round). (V,) each"""
-    return one_hot_rows(V).unbind(0)
+    return one_hot_rows(V) if V > LARGE_ROW else one_hot_rows(V).unbind(0)
 
 
 @dataclass

@@ -20,8 +20,8 @@ def run(capsys, *argv):
 def test_info_json(capsys):
     code, out, _ = run(capsys, "info", "--json")
     rows = {r["name"]: r for r in json.loads(out)}
-    assert code == 0 and set(rows) == {"target", "tiny"}
-    for r in rows.values():
+    assert code == 0 and {"target", "tiny"} <= set(rows)  # then the real models found (tests/unit/test_llm_cli.py)
+    for r in (rows["target"], rows["tiny"]):
         assert r["parameters"] > 0 and r["val_loss"] > 0 and r["train_loss"] > 0 and r["file_size_bytes"] > 0
         assert {"n_layer", "n_head", "n_embd", "block_size", "vocab_size"} <= set(r["config"])
 

@@ -58,8 +58,9 @@ def cost_by_k_figure(costs: dict[str, dict[int, float]], conditions: str) -> go.
         data.append({"type": "scatter", "mode": "lines+markers", "name": name, "x": ks, "y": [by_k[k] for k in ks],
                      "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)], "dash": DASHES[i % len(DASHES)]},
                      "hovertemplate": name + ", K=%{x}: %{y:.2f} target passes<extra></extra>"})  # fmt: skip
-    layout = {"height": 360, "title": {"text": f"Draft cost per round against K<br><sub>{conditions}</sub>"},
+    layout = {"height": 380, "margin": {"t": 90, "b": 40, "l": 50, "r": 10},
+              "title": {"text": f"Draft cost per round against K<br><sub>{conditions}</sub>"},
               "xaxis": {"title": {"text": "K (tokens drafted per round)"}, "dtick": 1},
-              "yaxis": {"title": {"text": "draft time per round (target passes)"}, "rangemode": "tozero"},
+              "yaxis": {"title": {"text": "target passes"}, "rangemode": "tozero"},
               "legend": LEGEND_BELOW}  # fmt: skip
     return figure(data, layout)

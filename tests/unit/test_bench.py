@@ -168,12 +168,14 @@ def test_cli_bench_quick_json_smoke():
     assert [(r["drafter"], r["temperature"], r["k"]) for r in traversal] == [(d, 0.8, 4) for d in TREE_DRAFTERS]
     assert all(1 <= r["tau_same_lossless"] <= 5 and 1 <= r["tau_same_traversal"] <= 5 for r in traversal)
     assert all(r["tau_same_traversal"] is None for r in fixed + auto + block)
-    # the atlas's lossy methods (seed 004's rule on NASD, Medusa's typical acceptance) once each, sampled only
+    # the atlas's lossy methods (NASD's own rule, Medusa's typical acceptance, FLy...) once each, sampled only
     lossy = [r for r in main_rows if r["verification"] in {rule for _, rule in LOSSY}]
     assert sorted((r["drafter"], r["verification"], r["temperature"], r["k"]) for r in lossy) == sorted(
         (d, rule, 0.8, 4) for d, rule in LOSSY
     )
-    assert {rule for _, rule in LOSSY} == {"nasd-seed", "typical"} and not any(VERIFIERS[r].lossless for _, r in LOSSY)
+    assert {rule for _, rule in LOSSY} >= {"nasd-seed", "typical", "fly"} and not any(
+        VERIFIERS[r].lossless for _, r in LOSSY
+    )
     # every drafter but the baseline once more in its default configuration: adaptive K
     assert sorted((r["drafter"], r["temperature"]) for r in auto) == sorted(
         (d, T) for d in DRAFTERS[1:] for T in (0.0, 0.8)

@@ -32,7 +32,7 @@ def test_the_atlas_says_where_its_figures_come_from():
     assert f"A stored run: {stored['version']} on {stored['cpu']}, {stored['date']}" in said
     assert ("That CPU is not this machine's" in said) == (stored["cpu"] != cpu_name())
     # the spread it states: the repeats' min-max where the run kept them, else the baseline's A/A pair
-    assert ("From run to run a method's speedup moved by" in said or "what noise alone does" in said)
+    assert "From run to run a method's speedup moved by" in said or "what noise alone does" in said
     assert at.button(key="atlas_measure")
     mine = [dict(r, cpu=cpu_name(), speedup_min=r["speedup"] * 0.9, speedup_max=r["speedup"] * 1.1)
             for r in map(json.loads, (ROOT / "docs" / "bench.jsonl").read_text().splitlines())]  # fmt: skip

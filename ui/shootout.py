@@ -95,11 +95,11 @@ def show(result) -> None:
         chart(charts.expected_vs_measured(at_k), "so_expected")
     chart(charts.k_sweep(result.rows), "so_sweep")  # a line per drafter: full width, for the legend
     if costs := draft_cost_per_round(result.rows):
-        chart(cost_by_k_figure(costs, f"network drafters, T={result.rows[0]['temperature']}, this run"),
-              "so_cost_by_k")  # fmt: skip
+        chart(cost_by_k_figure(costs), "so_cost_by_k")
         st.caption("A chain drafter runs its network once per drafted token: its cost per round climbs with K. A "
-                   "parallel drafter fills all K slots in one pass: flat. (Target passes: draft time per round over "
-                   "one baseline forward pass, measured in this run.)")  # fmt: skip
+                   "parallel drafter fills all K slots in one pass: flat. (The drafters that run a network, at "
+                   f"T = {result.rows[0]['temperature']}; target passes: draft time per round over one baseline "
+                   "forward pass, measured in this run.)")  # fmt: skip
     chart(charts.position_lines(result.by_position), "so_positions")
     chart(charts.model_vs_measured(at_k), "so_model")
     if result.rules:

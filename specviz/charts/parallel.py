@@ -49,9 +49,9 @@ def slots_figure(notes: dict, accepted: int, vocab: list[str], checked: bool = T
     return figure(data, layout)
 
 
-def cost_by_k_figure(costs: dict[str, dict[int, float]], conditions: str) -> go.Figure:
+def cost_by_k_figure(costs: dict[str, dict[int, float]]) -> go.Figure:
     """Lines of measured draft cost per round (target passes) against K, one per drafter: ``costs``
-    {drafter: {K: cost}}. A chain drafter that runs its network once per token climbs; one pass per round stays flat."""
+    {drafter: {K: cost}} (the page's caption says under what conditions). A chain drafter that runs its network once per token climbs; one pass per round stays flat."""
     data = []
     for i, (name, by_k) in enumerate(costs.items()):
         ks = sorted(by_k)
@@ -59,7 +59,7 @@ def cost_by_k_figure(costs: dict[str, dict[int, float]], conditions: str) -> go.
                      "line": {"color": LINE_COLOURS[i % len(LINE_COLOURS)], "dash": DASHES[i % len(DASHES)]},
                      "hovertemplate": name + ", K=%{x}: %{y:.2f} target passes<extra></extra>"})  # fmt: skip
     layout = {"height": 380, "margin": {"t": 90, "b": 40, "l": 50, "r": 10},
-              "title": {"text": f"Draft cost per round against K<br><sub>{conditions}</sub>"},
+              "title": {"text": "Draft cost per round against K"},
               "xaxis": {"title": {"text": "K (tokens drafted per round)"}, "dtick": 1},
               "yaxis": {"title": {"text": "target passes"}, "rangemode": "tozero"},
               "legend": LEGEND_BELOW}  # fmt: skip

@@ -203,7 +203,7 @@ def test_draft_cost_per_round_from_bench_rows():
     assert costs == {"dflash": {1: pytest.approx(0.5), 4: pytest.approx(0.5)}, "neural": {4: pytest.approx(2.5)}}
     import plotly.graph_objects as go
 
-    fig = cost_by_k_figure(costs, "test")
+    fig = cost_by_k_figure(costs)
     go.Figure(fig.to_dict())
     assert [t.name for t in fig.data] == ["dflash", "neural"] and list(fig.data[0].y) == [0.5, 0.5]
 

@@ -10,6 +10,7 @@ one line. ``load`` then builds the model and its tokenizer: an ``LLMCheckpoint``
 the drafters take where they take the character model's Checkpoint.
 """
 
+import dataclasses
 import functools
 import importlib.util
 import os
@@ -115,10 +116,17 @@ def _config(cfg) -> LLMConfig:
 
 def _gguf_source(name: str, path: Path) -> Source:
     """A GGUF file checked: readable, every tensor's data inside the file, a supported architecture."""
+    stat = path.stat()
+    return dataclasses.replace(_read_gguf(path.resolve(), stat.st_size, stat.st_mtime_ns), name=name)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_gguf(path: Path, size: int, mtime_ns: int) -> Source:
+    """_gguf_source's checks, once per version of a file (its size and time key it): reading a GGUF parses
+    every field, the tokenizer's 49,152 pieces included, which takes seconds."""
     from gguf import GGUFReader
     from transformers import AutoConfig
 
-    size = path.stat().st_size
     try:
         reader = GGUFReader(path)
         end = max(int(t.data_offset) + int(t.n_bytes) for t in reader.tensors)
@@ -133,7 +141,7 @@ def _gguf_source(name: str, path: Path) -> Source:
         raise
     except Exception as e:  # noqa: BLE001
         raise LLMError(f"cannot read the config of {path.name}: {' '.join(str(e).split())[:120]}") from None
-    return Source(name, path.parent, path.name, _config(cfg), params, size)
+    return Source(str(path), path.parent, path.name, _config(cfg), params, size)
 
 
 def _folder_source(name: str, folder: Path) -> Source:

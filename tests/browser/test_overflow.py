@@ -198,7 +198,7 @@ def test_every_chart_and_table_fits_a_projector(app_url, browser, tmp_path, widt
         if button.is_disabled():
             break
         button.click()
-    for path in ("", "lesson", "atlas", "acceptance", "exactness"):
+    for path in ("", "lesson", "atlas", "acceptance", "exactness", "vllm"):
         page.goto(f"{app_url}/{path}")
         page.locator("[data-testid='stAppViewContainer']").wait_for()
         page.wait_for_timeout(1000)

@@ -30,7 +30,7 @@ def inputs() -> str | None:
     if "vllm_text" not in state:
         state.vllm_source, state.vllm_text = EXAMPLE, vllm.load_example()
     left, right = st.columns(2)
-    upload = left.file_uploader("Upload a snapshot (save http://your-server:8000/metrics as a file)",
+    upload = left.file_uploader("Upload a snapshot: the text of a server's /metrics, saved as a file",
                                 type=["txt", "prom", "metrics"], key="vllm_file",
                                 help="The text a vLLM server returns at /metrics, saved as a file: curl -s "
                                 "http://localhost:8000/metrics > metrics.txt")  # fmt: skip
@@ -102,8 +102,10 @@ def render() -> None:
         chart(charts.position_bars(stats), "vllm_positions")
     with right:
         chart(charts.expected_curve(stats, max(k_max, stats.k)), "vllm_curve")
-    rows = vllm.k_that_pays(stats.alpha, growth, draft, k_max)
+    rows = vllm.k_that_pays(stats.alpha, growth, draft, k_max, stats.cut_lengths)
     chart(charts.pays_bars(rows, stats.k), "vllm_pays")
     st.caption("Each K is priced at the fitted α: its tokens a round (1 − α^(K+1)) / (1 − α) over its cost c·K + "
                "v(K), in one-token passes, against plain decoding's one token a pass. A single α assumes every "
-               "position is accepted alike; the dashed line of the first chart shows how far that holds.")  # fmt: skip
+               "position is accepted alike; the dashed line of the first chart shows how far that holds. The open "
+               "circles need no α: vLLM's own rounds cut to K tokens, which keep what they accepted before the cut "
+               "(a chain's token at a position does not depend on how long it goes on), so they stop at vLLM's K.")  # fmt: skip

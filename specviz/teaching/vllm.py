@@ -88,6 +88,17 @@ class VllmSpecStats:
         return [a / r if r else None for a, r in zip(self.accepted_per_pos, reached, strict=True)]
 
     @property
+    def cut_lengths(self) -> list[float]:
+        """(K,) the mean acceptance length vLLM's own rounds would have had with their drafts cut to K' = 1..K
+        tokens: 1 + the first K' of by_position. A chain's token at position i does not depend on how long
+        the chain goes on, so a cut round keeps what it accepted before the cut; [] without the counters."""
+        out, total = [], 1.0
+        for share in self.by_position:
+            total += share
+            out.append(total)
+        return out
+
+    @property
     def alpha(self) -> float:
         """a such that (1 - a^(K+1)) / (1 - a) is the measured mean acceptance length."""
         return fit_alpha(self.mean_acceptance_length, self.k)
@@ -110,10 +121,12 @@ def fit_alpha(mean_length: float, k: int) -> float:
     return (lo + hi) / 2
 
 
-def k_that_pays(alpha: float, verify_growth: float, draft_cost: float, k_max: int) -> list[dict]:
+def k_that_pays(alpha: float, verify_growth: float, draft_cost: float, k_max: int,
+                cut: list[float] | None = None) -> list[dict]:  # fmt: skip
     """Per K = 1..k_max: the tokens a round emits at acceptance ``alpha``, what the round costs in one-token
     target passes, v(K) = 1 + verify_growth * K to verify K + 1 tokens plus draft_cost * K to draft them,
-    and the speedup over plain decoding (one pass a token), E[tokens] / (c K + v(K))."""
+    and the speedup over plain decoding (one pass a token), E[tokens] / (c K + v(K)). With ``cut``
+    (VllmSpecStats.cut_lengths), also the speedup of vLLM's own rounds cut to K tokens, where K is within them."""
     if not 0 <= alpha <= 1:
         raise ValueError(f"α must be between 0 and 1, got {alpha}")
     if not (verify_growth >= 0 and draft_cost >= 0):
@@ -123,7 +136,9 @@ def k_that_pays(alpha: float, verify_growth: float, draft_cost: float, k_max: in
     rows = []
     for k in range(1, k_max + 1):
         tokens, cost = expected_tokens_per_round(alpha, k), 1 + verify_growth * k + draft_cost * k
-        rows.append({"k": k, "expected": tokens, "cost": cost, "speedup": tokens / cost})
+        measured = cut[k - 1] if cut and k <= len(cut) else None
+        rows.append({"k": k, "expected": tokens, "cost": cost, "speedup": tokens / cost, "measured": measured,
+                     "measured_speedup": None if measured is None else measured / cost})  # fmt: skip
     return rows
 
 
@@ -134,9 +149,9 @@ def read_text(data: bytes | str) -> str:
             f"the snapshot is {len(data):,} bytes; a /metrics page is far smaller (at most {MAX_BYTES:,})"
         )
     if isinstance(data, str):
-        return data
+        return data.removeprefix("\ufeff")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark, as some Windows editors save, is dropped
     except UnicodeDecodeError as e:
         raise SnapshotError(f"the file is not UTF-8 text (byte {e.start}): save /metrics as text") from None
 

@@ -5,6 +5,7 @@ simulated as vLLM counts), and the K-that-pays arithmetic."""
 
 import math
 import random
+import re
 
 import plotly.graph_objects as go
 import pytest
@@ -40,6 +41,15 @@ def test_the_example_snapshot_by_hand():
     assert s.conditional == pytest.approx([0.765, 6700 / 9180, 4690 / 6700, 3140 / 4690])
     a = s.alpha
     assert 1 + a + a**2 + a**3 + a**4 == pytest.approx(s.mean_acceptance_length, abs=1e-12)
+    # cut to K' tokens: 1 + (9180 + ... up to K') / 12000; cut to vLLM's own K, the mean itself
+    assert s.cut_lengths == pytest.approx([1.765, 1.765 + 6700 / 12000, 1.765 + 11390 / 12000, 1 + 23710 / 12000])
+
+
+def test_a_file_as_editors_save_it():
+    """Windows line ends and a byte-order mark read as the same snapshot."""
+    text = vllm.load_example()
+    for data in (text.replace("\n", "\r\n").encode(), "\ufeff".encode() + text.encode(), "\ufeff" + text):
+        assert parse_snapshot(vllm.read_text(data)) == parse_snapshot(text)
 
 
 def test_label_sets_are_summed():
@@ -156,6 +166,9 @@ def test_k_that_pays_by_hand():
     assert [r["speedup"] for r in free] == sorted(r["speedup"] for r in free)
     dear = k_that_pays(0.2, 0.5, 1.0, 4)  # a draft as dear as a pass at a low α: speculation never pays
     assert all(r["speedup"] < 1 for r in dear)
+    cut = k_that_pays(0.5, 0.1, 0.2, 3, cut=[1.6, 2.0])  # vLLM's rounds, cut to K = 1 and 2: no α involved
+    assert [r["measured_speedup"] for r in cut] == pytest.approx([1.6 / 1.3, 2.0 / 1.6, None])
+    assert all(r["measured"] is None for r in rows)
     with pytest.raises(ValueError, match="α must be between 0 and 1"):
         k_that_pays(1.5, 0, 0, 3)
     with pytest.raises(ValueError, match="largest K"):
@@ -164,15 +177,21 @@ def test_k_that_pays_by_hand():
 
 def test_the_figures():
     s = parse_snapshot(vllm.load_example())
-    rows = k_that_pays(s.alpha, 0.05, 0.05, 8)
+    rows = k_that_pays(s.alpha, 0.05, 0.05, 8, s.cut_lengths)
     figs = [charts.position_bars(s), charts.expected_curve(s, 8), charts.pays_bars(rows, s.k)]
     for fig in figs:
         go.Figure(fig.to_dict())  # the charts skip plotly's validation; it raises here on a bad property
     positions, curve, pays = figs
     assert list(positions.data[0].y) == s.by_position
-    point = curve.data[2]
+    point, cut = (next(d for d in curve.data if d.name.startswith(w)) for w in ("vLLM: ", "vLLM's rounds cut"))
     assert list(point.x) == [4] and list(point.y) == [s.mean_acceptance_length]
+    assert list(cut.x) == [1, 2, 3, 4] and list(cut.y) == s.cut_lengths
+    assert list(pays.data[1].y) == [r["measured_speedup"] for r in rows[:4]]  # vLLM's rounds stop at its K
     assert curve.data[0].y[3] == pytest.approx(s.mean_acceptance_length)  # the fitted curve passes through it
-    assert list(pays.data[0].marker.pattern.shape) == ["", "", "", "/", "", "", "", ""]  # vLLM's K = 4 hatched
+    assert [a.x for a in pays.layout.annotations if a.text == "vLLM's K"] == [4]  # the arrow at vLLM's K = 4
+    many = charts.pays_bars(k_that_pays(s.alpha, 0.05, 0.05, 64), s.k)  # 64 bars: no labels, a tick every 8
+    assert many.data[0].text is None and many.layout.xaxis.dtick == 8
+    words = re.sub(r"<[^>]+>", " ", charts.pays_bars(rows[:3], s.k).layout.title.text).split()
+    assert "vLLM's K = 4: off the chart" in " ".join(words)  # K = 1..3 priced: no arrow
     best = max(rows, key=lambda r: r["speedup"])
     assert f"best K = {best['k']}" in pays.layout.title.text

@@ -161,7 +161,7 @@ def _families(text: str) -> list:
     try:
         return list(text_string_to_metric_families(text))
     except ValueError as whole:
-        for n, line in enumerate(text.splitlines(), 1):
+        for n, line in enumerate(text.split("\n"), 1):  # lines as the parser splits them
             try:
                 list(text_string_to_metric_families(line + "\n"))
             except ValueError as e:
@@ -199,7 +199,7 @@ def parse_snapshot(text: str) -> VllmSpecStats:
                 totals[s.name] += value
                 continue
             pos = s.labels.get("position", "")
-            if not (pos.isdigit() and int(pos) < MAX_POSITIONS):
+            if not (pos.isascii() and pos.isdigit() and int(pos) < MAX_POSITIONS):  # "²" is a digit too
                 raise SnapshotError(f"{PER_POS} has position={cut(pos, 20)}: positions are 0 to {MAX_POSITIONS - 1}")
             per_pos[int(pos)] = per_pos.get(int(pos), 0.0) + value
     if not seen[DRAFTS]:

@@ -9,6 +9,8 @@ import re
 
 import plotly.graph_objects as go
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from specviz.charts import vllm as charts
@@ -100,6 +102,8 @@ BAD = [
     ("more accepted than K allows", snapshot(3, 9, 7, [3, 2]), "at most K = 2"),
     ("a gap in the positions", snapshot(3, 9, 3, [2]) + f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{LABELS},position="2"}} 1\n', "no position 1"),
     ("a position that is not a number", f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{LABELS},position="x"}} 1\n', "positions are 0 to"),
+    ("a position in superscript", f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{LABELS},position="²"}} 1\n', "positions are 0 to"),
+    ("a position past any K", f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{LABELS},position="64"}} 1\n', "positions are 0 to"),
     ("counts that rise with position", snapshot(3, 9, 4, [1, 3]), "rises with position"),
     ("too large", "#" * (vllm.MAX_BYTES + 1), "bytes"),
 ]  # fmt: skip
@@ -195,3 +199,18 @@ def test_the_figures():
     assert "vLLM's K = 4: off the chart" in " ".join(words)  # K = 1..3 priced: no arrow
     best = max(rows, key=lambda r: r["speedup"])
     assert f"best K = {best['k']}" in pays.layout.title.text
+
+
+LINE = st.sampled_from(vllm.load_example().splitlines() + ["", "# TYPE x counter", 'a{b="c"} 1', "a{b=c} 1", "{", "}"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(LINE, st.text(max_size=40)), max_size=12), st.binary(max_size=20))
+def test_any_text_is_read_or_refused_in_one_line(lines, noise):
+    """Lines of the example mixed with arbitrary text and bytes: a snapshot, or one SnapshotError line, never
+    another exception (the page catches SnapshotError alone)."""
+    for data in ("\n".join(lines) + "\n", "\n".join(lines).encode() + noise):
+        try:
+            parse_snapshot(vllm.read_text(data))
+        except SnapshotError as e:
+            assert "\n" not in str(e)

@@ -13,12 +13,15 @@ from specviz.teaching.stats import expected_tokens_per_round
 from specviz.teaching.vllm import PER_POS, VllmSpecStats
 
 MARGIN = {"l": 50, "r": 10, "t": 60, "b": 40}
+# Labels side by side along x at 1024 px, full width and in a half-width column (the positions chart)
+LABELLED, HALF = 16, 8
 
 
 def _layout(title: str, sub: str, x: str, y: dict, n: int, **kw) -> dict:
-    """``sub`` may hold a model's name from the snapshot: escaped. ``n`` whole numbers along x: at most 8 labels (more collide in a half-width column at 1024 px)."""
+    """``sub`` is escaped. ``n`` whole numbers along x, labelled 8 at most: more collide in a half-width column
+    at 1024 px."""
     return {"title": {"text": f"{title}<br><sub>{plotly_text(sub)}</sub>"}, "height": 340, "margin": MARGIN,
-            "xaxis": {"title": {"text": x}, "dtick": math.ceil(n / 8)}, "yaxis": y,
+            "xaxis": {"title": {"text": x}, "dtick": math.ceil(n / HALF)}, "yaxis": y,
             "legend": {"orientation": "h", "y": -0.3}, **kw}  # fmt: skip
 
 
@@ -31,11 +34,11 @@ def position_bars(stats: VllmSpecStats) -> go.Figure:
     """Rounds that kept their drafts up to each position over all rounds, against a^i from the fitted a."""
     title = "Acceptance by draft position"
     if not stats.accepted_per_pos:
-        return nothing(title, f"This snapshot has no {PER_POS}:<br>vLLM versions before it was added do not count by position.")  # fmt: skip
+        return nothing(title, f"This snapshot has no {PER_POS}:<br>older vLLM versions do not count by position.")  # fmt: skip
     x, a = list(range(1, stats.k + 1)), stats.alpha
     data = [
         bar(x, stats.by_position, "measured: accepted at i / drafts", marker={"color": ACCEPTED},
-            text=[f"{r:.2f}" for r in stats.by_position], textposition="inside",
+            **({"text": [f"{r:.2f}" for r in stats.by_position], "textposition": "inside"} if stats.k <= HALF else {}),
             customdata=[[c, stats.drafts] for c in stats.accepted_per_pos],
             hovertemplate="position %{x}: %{customdata[0]:,.0f} of %{customdata[1]:,.0f} rounds"),
         _line(x, [a**i for i in x], f"α^i, fitted α = {a:.3f}", VERMILLION, "dot"),
@@ -77,11 +80,11 @@ def pays_bars(rows: list[dict], k_measured: int) -> go.Figure:
     """``rows``: specviz.teaching.vllm.k_that_pays. The speedup per K, vLLM's K marked by an arrow and its colour."""
     best = max(rows, key=lambda r: r["speedup"])
     ks = [r["k"] for r in rows]
-    # a label a bar, at its foot (the tops carry the open circles), while 16 or fewer fit side by side at 1024 px
+    # a label a bar, at its foot (the tops carry the open circles), while they fit side by side
     labels = {**times_labels(r["speedup"] for r in rows), "textposition": "inside", "insidetextanchor": "start"}
     data = [bar(ks, [r["speedup"] for r in rows], "speedup E[tokens] / (c·K + v(K))",
                 marker={"color": [VERMILLION if k == k_measured else SKY for k in ks]},
-                **(labels if len(rows) <= 16 else {}), customdata=[[r["expected"], r["cost"]] for r in rows],
+                **(labels if len(rows) <= LABELLED else {}), customdata=[[r["expected"], r["cost"]] for r in rows],
                 hovertemplate="K = %{x}: %{customdata[0]:.2f} tokens for %{customdata[1]:.2f} passes"),
             *_cut(ks, [r["measured_speedup"] for r in rows])]  # fmt: skip
     y = {"title": {"text": "speedup × plain decoding"}, "rangemode": "tozero"}

@@ -195,6 +195,8 @@ def test_the_figures():
     assert [a.x for a in pays.layout.annotations if a.text == "vLLM's K"] == [4]  # the arrow at vLLM's K = 4
     many = charts.pays_bars(k_that_pays(s.alpha, 0.05, 0.05, 64), s.k)  # 64 bars: no labels, a tick every 8
     assert many.data[0].text is None and many.layout.xaxis.dtick == 8
+    long = parse_snapshot(snapshot(100, 1200, 0, [0] * 12))  # K = 12 in a half-width column: no labels, ticks by 2
+    assert charts.position_bars(long).data[0].text is None and charts.position_bars(long).layout.xaxis.dtick == 2
     words = re.sub(r"<[^>]+>", " ", charts.pays_bars(rows[:3], s.k).layout.title.text).split()
     assert "vLLM's K = 4: off the chart" in " ".join(words)  # K = 1..3 priced: no arrow
     best = max(rows, key=lambda r: r["speedup"])

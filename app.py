@@ -14,5 +14,6 @@ st.navigation(
         st.Page("pages/exactness.py", title="Exactness lab", url_path="exactness"),
         st.Page("pages/acceptance.py", title="Acceptance math", url_path="acceptance"),
         st.Page("pages/load.py", title="Speculation under load", url_path="load"),
+        st.Page("pages/vllm.py", title="Read vLLM's numbers", url_path="vllm"),
     ]
 ).run()

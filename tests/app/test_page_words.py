@@ -6,7 +6,7 @@ import re
 import pytest
 from conftest import open_page
 
-PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance", "load"]
+PAGES = ["home", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance", "load", "vllm"]
 
 # abbreviation (a regex) -> its definition (a regex), which must appear on the same page
 ABBREVIATIONS = {

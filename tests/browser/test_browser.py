@@ -113,7 +113,7 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     cut = {}
-    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance", "load"):
+    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance", "load", "vllm"):
         page.goto(f"{app_url}/{path}")
         page.get_by_role("heading").first.wait_for()
         wait_idle(page)

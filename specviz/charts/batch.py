@@ -87,8 +87,9 @@ def roofline_figure(roof, rows: list[dict], context: float, title: str = "The ro
            f"{roof.ridge:.1f} flop/byte: measured here")  # fmt: skip
     layout = {"title": {"text": f"{title}<br><sub>{sub}</sub>"}, "height": 380,
               "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
-              "xaxis": {"title": {"text": "arithmetic intensity of a pass (flop/byte)"}, "type": "log"},
-              "yaxis": {"title": {"text": "attainable Gflop/s"}, "type": "log"},
+              # a tick a decade: plotly's in-between "2" and "5" are drawn at 9 px, too small for a projector
+              "xaxis": {"title": {"text": "arithmetic intensity of a pass (flop/byte)"}, "type": "log", "dtick": 1},
+              "yaxis": {"title": {"text": "attainable Gflop/s"}, "type": "log", "dtick": 1},
               "shapes": [{"type": "line", "x0": roof.ridge, "x1": roof.ridge, "y0": 0, "y1": 1, "yref": "paper",
                           "line": {"dash": "dot", "color": GREY}}],
               "legend": dict(LEGEND_BELOW)}  # fmt: skip

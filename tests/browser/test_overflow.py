@@ -217,7 +217,7 @@ def _visit_phases(page, app_url, found, shots) -> None:
 
 
 def _visit_pages(page, app_url, found, shots) -> None:
-    for path in ("", "lesson", "atlas", "acceptance", "exactness", "vllm"):
+    for path in ("", "lesson", "atlas", "acceptance", "exactness", "load", "vllm"):
         page.goto(f"{app_url}/{path}")
         page.locator("[data-testid='stAppViewContainer']").wait_for()
         _check(page, f"/{path}", found, shots, path or "home")

@@ -35,6 +35,14 @@ def pytest_configure(config):
     os.environ.setdefault("SPECVIZ_CACHE", str(ROOT / ".cache" / "tests"))
 
 
+def app_pages() -> list[str]:
+    """Every page the router (app.py) lists, by URL path ("" for Home): the browser tests visit a page added
+    there without an edit of theirs."""
+    import re
+
+    return ["", *re.findall(r'url_path="([^"]+)"', APP.read_text())]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -6,7 +6,7 @@ import re
 from urllib.parse import urlencode
 
 import pytest
-from conftest import goto, new_context, next_round, wait_idle
+from conftest import app_pages, goto, new_context, next_round, wait_idle
 
 
 def test_step_through_in_a_browser(app_url, page, tmp_path):
@@ -113,7 +113,7 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
     cut = {}
-    for path in ("", "lesson", "step", "tree", "nasd", "shootout", "atlas", "exactness", "acceptance", "load", "vllm"):
+    for path in app_pages():
         page.goto(f"{app_url}/{path}")
         page.get_by_role("heading").first.wait_for()
         wait_idle(page)

@@ -8,7 +8,7 @@ element) at the end, so a run shows all that is wrong, not the first thing."""
 import re
 
 import pytest
-from conftest import goto, new_context, next_round, wait_idle
+from conftest import app_pages, goto, new_context, next_round, wait_idle
 
 MIN_PX = 12  # the smallest chart text that reads from the back of a classroom
 
@@ -216,8 +216,11 @@ def _visit_phases(page, app_url, found, shots) -> None:
         button.click()
 
 
+RUN_PAGES = ("step", "tree", "nasd", "shootout")  # visited with their rounds (every_panel) or their run (below)
+
+
 def _visit_pages(page, app_url, found, shots) -> None:
-    for path in ("", "lesson", "atlas", "acceptance", "exactness", "load", "vllm"):
+    for path in [p for p in app_pages() if p not in RUN_PAGES]:
         page.goto(f"{app_url}/{path}")
         page.locator("[data-testid='stAppViewContainer']").wait_for()
         _check(page, f"/{path}", found, shots, path or "home")

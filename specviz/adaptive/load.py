@@ -225,6 +225,12 @@ def read_load(path: Path, key: dict) -> LoadCurve | None:
     return LoadCurve(share, ratio, f"{record['source']}, on {when:%Y-%m-%d at %H:%M %Z} (kept from then)")
 
 
+def kept(ckpt, cache: Path | None = None) -> LoadCurve | None:
+    """The LoadCurve measured here before for the checkpoint's model (kept_load), or None: nothing measured."""
+    key = load_key(ckpt)
+    return read_load((CACHE if cache is None else cache) / f"{digest(key)}.json", key)
+
+
 def kept_load(ckpt, measure_now: Callable[[], LoadCurve], cache: Path | None = None) -> LoadCurve:
     """This machine's LoadCurve for the checkpoint's model: the kept one, else ``measure_now()``, kept for the
     next run (written whole, then renamed)."""

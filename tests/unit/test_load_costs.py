@@ -6,7 +6,7 @@ import pytest
 from conftest import GREEDY_TEXT
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
-from specviz.adaptive.load import Drafting, LoadCosts, LoadCurve, kept_load, measure_drafting
+from specviz.adaptive.load import Drafting, LoadCosts, LoadCurve, kept, kept_load, measure_drafting
 from specviz.adaptive.policy import AdaptiveK
 from specviz.adaptive.rates import MIN_GAIN
 from specviz.bench.batch import measure_load, run_batch_bench
@@ -175,12 +175,17 @@ def test_a_measured_load_curve_is_kept_and_read_back(target, tmp_path):
         calls.append(1)
         return measure_load(target, batches=(1, 2), rows=(1, 2), repeats=1)
 
+    assert kept(target, tmp_path) is None  # nothing measured: the page falls back to the roofline
     curve = kept_load(target, measure_now, tmp_path)
-    assert curve.share[1] == 1.0 and all(r[1] == 1.0 for r in curve.ratio.values())
+    assert (
+        kept(target, tmp_path).ratio == curve.ratio
+        and curve.share[1] == 1.0
+        and all(r[1] == 1.0 for r in curve.ratio.values())
+    )
     assert set(curve.ratio) == {1, 2} and all(v > 0 for r in curve.ratio.values() for v in r.values())
     again = kept_load(target, measure_now, tmp_path)
     assert calls == [1] and again.ratio == curve.ratio and "kept from then" in again.source
-    (kept,) = tmp_path.iterdir()
-    kept.write_text(kept.read_text().replace('"share"', '"shares"'))  # damaged: measured again
+    (path,) = tmp_path.iterdir()
+    path.write_text(path.read_text().replace('"share"', '"shares"'))  # damaged: measured again
     kept_load(target, measure_now, tmp_path)
     assert calls == [1, 1]

@@ -61,8 +61,8 @@ class AdaptiveK:
         depth level drafted, whatever its width (Drafter.level_cost)."""
         self.k_max, self.curve, self.max_nodes = k_max, curve, max_nodes
         self.c, self.extra, self.nodes_per_level, self.level_cost = draft_cost, extra, nodes_per_level, level_cost
-        shadow = SHADOW_SCORE + call_cost + level_cost + draft_cost  # one shadow draft, scored, in target forwards
-        self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
+        self.shadow = SHADOW_SCORE + call_cost + level_cost + draft_cost  # one shadow draft, scored, in target forwards
+        self.shadow_every = max(SHADOW_EVERY, math.ceil(self.shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row (idle_round counts them)
@@ -79,6 +79,8 @@ class AdaptiveK:
         c = self.c if draft_cost is None else draft_cost
         if curve is not self.curve or scale != self.scale or c != self.priced:
             self.curve, self.scale, self.priced, self._last = curve, scale, c, None
+            # shadows stay within SHADOW_BUDGET of the sequence's round, which in a batch is ``scale`` times smaller
+            self.shadow_every = max(SHADOW_EVERY, math.ceil(self.shadow * scale / SHADOW_BUDGET - 1e-9))
 
     @property
     def alpha(self) -> float:

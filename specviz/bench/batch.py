@@ -52,13 +52,17 @@ DRAFTERS = drafter_names(under_load=True)  # the distilled table, an n-gram, a n
 
 
 class _FixedChain(Drafter):
-    """measure_load's drafter, never registered: n copies of the last token, whatever K (rows to verify, no
-    drafting work: drafting is priced on its own, measure_drafting)."""
+    """measure_load's drafter, never registered: the next n - 1 tokens of the sequence's own greedy text
+    (``greedy``: its prompt -> prompt and greedy continuation), whatever K. At T = 0 every one is accepted, so a
+    round pays its accept walk, trim and record at their longest; drafting itself costs nothing here (it is
+    priced on its own: measure_drafting)."""
 
     n = 0
+    greedy: dict[tuple, list[int]] = {}
 
     def draft(self, context, k, temperature, gen):
-        return chain([context[-1]] * min(self.n, k))
+        text = self.greedy[tuple(context[:CONTEXT])]
+        return chain(text[len(context) : len(context) + min(self.n, k)])
 
 
 ROUNDS = 2  # rounds per timed unit in measure_load: a lone round is ~1 ms, at the clock's noise
@@ -74,8 +78,8 @@ def _round(batch, fixed: _FixedChain, n: int, now: Callable[[], float]) -> float
 
 def measure_load(target, batches=LOAD_BATCHES, rows=ROWS, repeats: int = 3, seed: int = 0, progress=None) -> LoadCurve:
     """Time whole engine rounds (core/batch.py: every sequence's draft, one pass, every sequence's accept and
-    trim) at each batch size, every sequence sending N rows (a chain of N - 1 copies of its last token: rows to
-    verify, nothing to draft), at T = 0 on the character model ``target`` (a Checkpoint), with the threads
+    trim) at each batch size, every sequence sending N rows (a chain of its next N - 1 greedy tokens, all
+    accepted: _FixedChain), at T = 0 on the character model ``target`` (a Checkpoint), with the threads
     torch has now. Ratios, as costs.measure: each N between two one-row rounds at the same B, and each B's
     one-row round between two lone ones (the machine's speed drifts, a ratio far less); medians over
     ``repeats``, B and N shuffled each repeat. Each repeat starts fresh sequences of CONTEXT prompt tokens.
@@ -85,9 +89,13 @@ def measure_load(target, batches=LOAD_BATCHES, rows=ROWS, repeats: int = 3, seed
     prompts = [p for p in (target.tokenizer.encode(p.text) for p in PRESETS) if len(p) >= CONTEXT] or [
         target.tokenizer.encode(PRESETS[0].text) * CONTEXT
     ]
-    rounds = ROUNDS * (4 + 3 * len(rows))  # a fresh batch's rounds in one repeat, each emitting 1 to max(rows)
-    settings = Settings(drafter=BASELINE, k=max(rows), temperature=0, max_new_tokens=rounds * max(rows))
+    # the tokens a fresh batch's rounds emit in one repeat: each round's N (its draft accepted, and a bonus)
+    emitted = ROUNDS * (4 + sum(rows) + 2 * len(rows)) + max(rows)
+    settings = Settings(drafter=BASELINE, k=max(rows), temperature=0, max_new_tokens=emitted)
     fixed = _FixedChain()
+    starts = list({tuple(p[:CONTEXT]): None for p in prompts})
+    plain = Batch([Generation(target, list(p), settings) for p in starts]).run()  # untimed: the texts to draft
+    fixed.greedy = {p: [*p, *t.tokens] for p, t in zip(starts, plain, strict=True)}
 
     def fresh(B: int) -> Batch:
         gens = [Generation(target, prompts[i % len(prompts)][:CONTEXT], settings, drafter=fixed) for i in range(B)]

@@ -2,12 +2,14 @@
 prices unchanged at B = 1, K falling to 0 where a batch's pass is bound by arithmetic, and the output still
 plain decoding's at T = 0 (K is fixed before each draft, from the batch size and past rounds only)."""
 
+import math
+
 import pytest
 from conftest import GREEDY_TEXT
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.adaptive.load import Drafting, LoadCosts, LoadCurve, kept, kept_load, measure_drafting
-from specviz.adaptive.policy import AdaptiveK
+from specviz.adaptive.policy import SHADOW_BUDGET, SHADOW_EVERY, SHADOW_SCORE, AdaptiveK
 from specviz.adaptive.rates import MIN_GAIN
 from specviz.bench.batch import measure_load, run_batch_bench
 from specviz.core.batch import Batch
@@ -189,3 +191,18 @@ def test_a_measured_load_curve_is_kept_and_read_back(target, tmp_path):
     path.write_text(path.read_text().replace('"share"', '"shares"'))  # damaged: measured again
     kept_load(target, measure_now, tmp_path)
     assert calls == [1, 1]
+
+
+def test_shadows_stay_within_their_budget_of_a_batched_round():
+    """An idle cheap drafter's shadow drafts cost SHADOW_BUDGET of its round at most: in a batch, where its
+    round is ``scale`` times smaller, it shadows that many times more rarely (and alone as before)."""
+    policy = AdaptiveK(6, draft_cost=0.02)
+    alone = policy.shadow_every
+    assert alone == max(SHADOW_EVERY, math.ceil((SHADOW_SCORE + 0.02) / SHADOW_BUDGET - 1e-9))
+    curve, scale = LoadCosts(REFERENCE, SYNTHETIC).at(8)
+    policy.price_for(curve, scale)
+    assert policy.shadow_every == math.ceil((SHADOW_SCORE + 0.02) * 4 / SHADOW_BUDGET - 1e-9) == 20
+    policy.price_for(REFERENCE, 1.0)
+    assert policy.shadow_every == alone
+    due = [policy.idle_round() for _ in range(3 * alone)]
+    assert due.count(True) == 3  # every ``alone``-th idle round

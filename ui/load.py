@@ -5,6 +5,7 @@ run's numbers. Every number comes from specviz/ (teaching/load.py, bench/rooflin
 
 import streamlit as st
 
+from specviz.adaptive.load import kept
 from specviz.bench.batch import DRAFTERS
 from specviz.bench.roofline import roofline
 from specviz.charts.batch import crossover_figure, roofline_figure
@@ -22,6 +23,12 @@ SIZES = (1, 2, 4, 8, 16, 32, 64)
 def machine_roofline():
     target, _ = models_or_stop()
     return roofline(target.model)
+
+
+def kept_load_curve():
+    """The batched rounds' costs the batch bench measured on this machine (.cache/load), or None."""
+    target, _ = models_or_stop()
+    return kept(target)
 
 
 def render() -> None:
@@ -63,10 +70,15 @@ def render() -> None:
     st.subheader("The K adaptive K chooses at each batch size")
     base = {r["drafter"]: r for r in rows if r["batch"] == 1 and not r.get("k_auto")}
     alpha = (base.get(drafter) or {}).get("acceptance_rate") or 0.5
-    ks = load.chosen_k(drafter, alpha, machine_costs(), lambda r, s: roof.seconds(r, s, CONTEXT), SIZES)
+    measured = kept_load_curve()
+    prices = measured or (lambda r, s: roof.seconds(r, s, CONTEXT))
+    ks = load.chosen_k(drafter, alpha, machine_costs(), prices, SIZES)
     table(load.frame([{"batch size B": b, "K chosen": k} for b, k in ks]))
-    st.caption(md(f"For {drafter} at the stored run's acceptance rate α = {alpha:.2f}, priced on this machine's "
-                  "roofline: a pass that all the batch's rows share, and drafting each sequence does on its own."))  # fmt: skip
+    how = ("this machine's batched rounds as the batch bench measured them (a sequence's share of the pass and "
+           "the CPU its own round costs beside it)" if measured else
+           "this machine's roofline (the pass only: run the batch bench to measure the rounds themselves)")  # fmt: skip
+    st.caption(md(f"For {drafter} at the stored run's acceptance rate α = {alpha:.2f}, priced on {how}, with "
+                  "the drafting each sequence does on its own."))  # fmt: skip
 
     st.subheader("So why does it get slower?")
     st.markdown(md(load.closing(rows)) if rows else "Run the batch bench to see the answer in this machine's numbers.")

@@ -61,20 +61,26 @@ class AdaptiveK:
         depth level drafted, whatever its width (Drafter.level_cost)."""
         self.k_max, self.curve, self.max_nodes = k_max, curve, max_nodes
         self.c, self.extra, self.nodes_per_level, self.level_cost = draft_cost, extra, nodes_per_level, level_cost
-        shadow = SHADOW_SCORE + call_cost + level_cost + draft_cost  # one shadow draft, scored, in target forwards
-        self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow / SHADOW_BUDGET - 1e-9))
+        self.shadow = SHADOW_SCORE + call_cost + level_cost + draft_cost  # one shadow draft, scored, in target forwards
+        self.shadow_every = max(SHADOW_EVERY, math.ceil(self.shadow / SHADOW_BUDGET - 1e-9))
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row (idle_round counts them)
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
         self.scale = 1.0  # a drafted token's price over its price alone (price_for: a batch's load)
+        self.priced = draft_cost  # per drafted token as priced now: the declared cost, or drafting measured here
 
-    def price_for(self, curve: CostCurve, scale: float = 1.0) -> None:
-        """Price the next rounds for a load (specviz/adaptive/load.py): ``curve`` v(N) for a pass the whole
-        batch shares, ``scale`` the drafting's price over its price alone (a sequence drafts on its own, while
-        its share of the pass shrinks). What the drafter is (costly to shadow or not) is unchanged."""
-        if curve is not self.curve or scale != self.scale:
-            self.curve, self.scale, self._last = curve, scale, None
+    def price_for(self, curve: CostCurve, scale: float = 1.0, draft_cost: float | None = None) -> None:
+        """Price the next rounds for a load (specviz/adaptive/load.py): ``curve`` v(N) for a round in the batch
+        (a drafting round's fixed cost included), ``scale`` the drafting's price over its price alone (a
+        sequence drafts on its own, while its share of the round shrinks), ``draft_cost`` per drafted token as
+        measured on this CPU (None: the declared one). What the drafter is (costly to shadow or not) is
+        unchanged: that is decided on its declared cost."""
+        c = self.c if draft_cost is None else draft_cost
+        if curve is not self.curve or scale != self.scale or c != self.priced:
+            self.curve, self.scale, self.priced, self._last = curve, scale, c, None
+            # shadows stay within SHADOW_BUDGET of the sequence's round, which in a batch is ``scale`` times smaller
+            self.shadow_every = max(SHADOW_EVERY, math.ceil(self.shadow * scale / SHADOW_BUDGET - 1e-9))
 
     @property
     def alpha(self) -> float:
@@ -107,7 +113,7 @@ class AdaptiveK:
         """The choice from what was learnt so far, among K = 0 .. k_max; K = 0 for a drafter too costly
         to shadow that has learnt nothing (it never will: see the module docstring)."""
         alpha, n, e = self.alpha, self.per_level, self.extra
-        c, lc = self.c * self.scale, self.level_cost * self.scale  # priced for the load (1: alone)
+        c, lc = self.priced * self.scale, self.level_cost * self.scale  # priced for the load (1: alone)
         costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, lc)
         if self.c > SHADOW_COST and not self.trials:
             return Choice(0, alpha, n, c, k_max, e, costs, lc)
@@ -118,7 +124,7 @@ class AdaptiveK:
         """The rule for a round of a drafter that weighs each token before drawing it (see Stopper), up to
         K = ``limit`` (and k_max). Such a drafter is asked every round: no idle rounds, no shadows."""
         k_max = min(self.k_max, limit)
-        c, lc = self.c * self.scale, self.level_cost * self.scale
+        c, lc = self.priced * self.scale, self.level_cost * self.scale
         costs = round_costs(self.per_level, c, k_max, self.extra, self.curve, self.max_nodes, lc)
         return Stopper(Choice(k_max, self.alpha, self.per_level, c, k_max, self.extra, costs, lc))
 

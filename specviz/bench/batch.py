@@ -10,7 +10,9 @@ batch size, every configuration runs once, in a shuffled order (seeded); a confi
 repeat is plain decoding's time at that batch size over its own, and the row reports the median over
 repeats. Plain decoding also runs a second time in each block, shuffled in with the rest (an A/A pair, as the
 main bench's): its row's ``aa_speedup`` is what noise alone gives a ratio at that batch size. Sequence i of a
-batch decodes prompt i of the presets (cycled) with seed + i. Rows are BenchRows of
+batch decodes prompt i of the presets (cycled) with seed + i. On one thread a run is timed in the thread's
+CPU time, not wall time (adaptive/load.py ``clock``): on a machine shared with other jobs, wall time counts
+their slices of the core too, and the rows' version says which clock timed them. Rows are BenchRows of
 suite "batch" (specviz/bench/rows.py), with ``batch`` and ``rows_per_pass`` (decoding rows: the prefills'
 rows left out); the roofline beside them:
 specviz/bench/roofline.py.
@@ -23,19 +25,23 @@ import os
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 
 import torch
 
 from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, cpu_name
-from specviz.adaptive.load import LoadCosts
+from specviz.adaptive.load import BATCHES as LOAD_BATCHES
+from specviz.adaptive.load import CONTEXT, ROWS, LoadCosts, LoadCurve, clock, measure_drafting
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.bench.rows import BenchRow
 from specviz.bench.timing import bench_settings, quiet_heap
 from specviz.core.batch import Batch
 from specviz.core.engine import Generation
+from specviz.core.settings import Settings
 from specviz.drafters import BASELINE, drafter_class, drafter_names
+from specviz.drafters.base import Drafter, chain
 from specviz.kernels import native
 from specviz.teaching.presets import PRESETS
 from specviz.verifiers import LOSSLESS
@@ -43,6 +49,95 @@ from specviz.verifiers import LOSSLESS
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 AGAIN = "A/A"  # plain decoding's second run at each batch size: what noise alone does to a ratio
 DRAFTERS = drafter_names(under_load=True)  # the distilled table, an n-gram, a neural head on the target
+
+
+class _FixedChain(Drafter):
+    """measure_load's drafter, never registered: the next n - 1 tokens of the sequence's own greedy text
+    (``greedy``: its prompt -> prompt and greedy continuation), whatever K. At T = 0 every one is accepted, so a
+    round pays its accept walk, trim and record at their longest; drafting itself costs nothing here (it is
+    priced on its own: measure_drafting)."""
+
+    n = 0
+    greedy: dict[tuple, list[int]] = {}
+
+    def draft(self, context, k, temperature, gen):
+        text = self.greedy[tuple(context[:CONTEXT])]
+        return chain(text[len(context) : len(context) + min(self.n, k)])
+
+
+ROUNDS = 2  # rounds per timed unit in measure_load: a lone round is ~1 ms, at the clock's noise
+
+
+def _round(batch, fixed: _FixedChain, n: int, now: Callable[[], float]) -> float:
+    fixed.n = n - 1
+    t0 = now()
+    for _ in range(ROUNDS):
+        batch.step()
+    return now() - t0
+
+
+def measure_load(target, batches=LOAD_BATCHES, rows=ROWS, repeats: int = 3, seed: int = 0, progress=None) -> LoadCurve:
+    """Time whole engine rounds (core/batch.py: every sequence's draft, one pass, every sequence's accept and
+    trim) at each batch size, every sequence sending N rows (a chain of its next N - 1 greedy tokens, all
+    accepted: _FixedChain), at T = 0 on the character model ``target`` (a Checkpoint), with the threads
+    torch has now. Ratios, as costs.measure: each N between two one-row rounds at the same B, and each B's
+    one-row round between two lone ones (the machine's speed drifts, a ratio far less); medians over
+    ``repeats``, B and N shuffled each repeat. Each repeat starts fresh sequences of CONTEXT prompt tokens.
+    ``progress(done, total)`` after every batch size."""
+    if 1 not in batches or 1 not in rows:
+        raise ValueError("measure_load needs B = 1 and N = 1 among its sizes")
+    prompts = [p for p in (target.tokenizer.encode(p.text) for p in PRESETS) if len(p) >= CONTEXT] or [
+        target.tokenizer.encode(PRESETS[0].text) * CONTEXT
+    ]
+    # the tokens a fresh batch's rounds emit in one repeat: each round's N (its draft accepted, and a bonus)
+    emitted = ROUNDS * (4 + sum(rows) + 2 * len(rows)) + max(rows)
+    settings = Settings(drafter=BASELINE, k=max(rows), temperature=0, max_new_tokens=emitted)
+    fixed = _FixedChain()
+    starts = list({tuple(p[:CONTEXT]): None for p in prompts})
+    plain = Batch([Generation(target, list(p), settings) for p in starts]).run()  # untimed: the texts to draft
+    fixed.greedy = {p: [*p, *t.tokens] for p, t in zip(starts, plain, strict=True)}
+
+    def fresh(B: int) -> Batch:
+        gens = [Generation(target, prompts[i % len(prompts)][:CONTEXT], settings, drafter=fixed) for i in range(B)]
+        for g in gens:
+            g.target.sync(g.tokens)
+        return Batch(gens)
+
+    now, order = clock(), random.Random(seed)
+    share = {b: [] for b in batches}
+    ratio = {b: {n: [] for n in rows} for b in batches}
+    done, total = 0, repeats * len(batches)
+    gc.collect()
+    gc.disable()  # a collection inside a timed round would be charged to it
+    try:
+        _round(fresh(max(batches)), fixed, max(rows), now)  # warm every code path once
+        for _ in range(repeats):
+            for B in order.sample(list(batches), len(batches)):
+                batch, alone = fresh(B), fresh(1)
+                _round(batch, fixed, 1, now)
+                before, t, after = (
+                    _round(alone, fixed, 1, now),
+                    _round(batch, fixed, 1, now),
+                    _round(alone, fixed, 1, now),
+                )
+                share[B].append(2 * t / (B * (before + after)))
+                for n in order.sample(list(rows), len(rows)):
+                    before, t, after = (
+                        _round(batch, fixed, 1, now),
+                        _round(batch, fixed, n, now),
+                        _round(batch, fixed, 1, now),
+                    )
+                    ratio[B][n].append(2 * t / (before + after))
+                done += 1
+                if progress:
+                    progress(done, total)
+    finally:
+        gc.enable()
+    share = {b: statistics.median(s) for b, s in share.items()}
+    share[1] = 1.0  # by definition: a lone plain round is the unit
+    ratio = {b: {n: 1.0 if n == 1 else statistics.median(r) for n, r in rs.items()} for b, rs in ratio.items()}
+    threads = torch.get_num_threads()
+    return LoadCurve(share, ratio, f"measured on {cpu_name()}, {threads} thread{'s' * (threads > 1)}")
 
 
 def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None) -> dict:
@@ -57,16 +152,32 @@ def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | No
                               draft_model, costs=base) for i in range(B)], load if auto else None)  # fmt: skip
     for g in batch.generations:
         g.target.sync(g.tokens)
+    batch.clock = now = clock()
     quiet_heap()
-    t0 = time.perf_counter()
+    t0 = now()
     traces = batch.run()
-    seconds = time.perf_counter() - t0
+    seconds = now() - t0
     sums = [t.summary() for t in traces]
     total = lambda key: sum(s[key] for s in sums)  # noqa: E731
     return {"seconds": seconds, "tokens": sum(len(t.tokens) for t in traces), "rounds": total("target_forwards"),
             "passes": batch.passes, "rows": sum(batch.rows) - batch.prefilled, "tried": total("tried"), "accepted": total("accepted"),
             "pass_s": batch.pass_s, "draft_s": sum(r.draft_s for t in traces for r in t.rounds),
             "accept_s": sum(r.accept_s for t in traces for r in t.rounds), "outputs": [t.tokens for t in traces]}  # fmt: skip
+
+
+def drafting_costs(target, tiny, drafters, T: float, seed: int = 0) -> dict:
+    """Drafter name -> what its drafting costs on this CPU (adaptive/load.py, measure_drafting): its draft of
+    k tokens from a preset's first CONTEXT tokens, against a lone plain round, untimed by the bench."""
+    prompt = target.tokenizer.encode(PRESETS[0].text)[:CONTEXT]
+    out = {}
+    with torch.inference_mode():
+        for d in drafters:
+            plain = Generation(target, prompt, bench_settings(BASELINE, T, 1, 4096, seed))
+            draft_model = tiny.model if tiny is not None and "draft_model" in drafter_class(d).needs else None
+            g = Generation(target, prompt, bench_settings(d, T, AUTO_K_MAX, 64, seed), draft_model)
+            g.target.sync(g.tokens)
+            out[d] = measure_drafting(lambda k, g=g: g.drafter.draft(g.tokens, k, T, g.gen), plain.step)
+    return out
 
 
 def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES, drafters=DRAFTERS, k: int = 4,
@@ -86,6 +197,9 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
     total, done = repeats * len(batches) * (len(configs) + 1), 0
     for c in configs:  # untimed: each drafter's tables and heads loaded before the first timed batch
         batch_run(target, tiny, prompts, c, 1, temperature, 4, seed, load)
+    if load is not None:  # adaptive K prices drafting as it costs here (measured once, before the clock)
+        missing = [d for d in drafters if d not in load.drafting]
+        load.drafting |= drafting_costs(target, tiny, missing, temperature, seed)
     try:
         for _ in range(repeats):
             for B in batches:
@@ -99,7 +213,8 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
                         progress(done, total)
     finally:
         gc.unfreeze()
-    version = f"specviz (torch {torch.__version__}; {native.backend()})"
+    timed = "thread CPU time" if clock() is time.thread_time else "wall time"
+    version = f"specviz (torch {torch.__version__}; {native.backend()}; timed in {timed})"
     loadavg, cpu = round(os.getloadavg()[1], 2), cpu_name()
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
     rows = []
@@ -120,7 +235,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             draft_s=med("draft_s"), verify_s=med("pass_s"), accept_s=med("accept_s"), draft_cost=None,
             verify_cost=None, accept_cost=None, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
             tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
-            memory_mb=None, cpu=cpu, costs=load.base.summary() if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
+            memory_mb=None, cpu=cpu, costs=load.describe(d) if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
             rows_per_pass=first["rows"] / first["passes"],
             aa_speedup=statistics.median(a["seconds"] / b["seconds"] for a, b in zip(reps, again[B], strict=True))
             if (d, kd, auto) == configs[0] else None,

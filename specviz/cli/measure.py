@@ -104,8 +104,8 @@ def batch_sizes(text: str) -> tuple[int, ...]:
 
 def cmd_bench_batch(args) -> None:
     """bench --batch: plain decoding and the batch bench's drafters at each batch size, then the roofline."""
-    from specviz.adaptive.load import LoadCosts
-    from specviz.bench.batch import batch_table, mean_context, run_batch_bench
+    from specviz.adaptive.load import LoadCosts, kept_load
+    from specviz.bench.batch import batch_table, mean_context, measure_load, run_batch_bench
     from specviz.bench.roofline import roofline, roofline_lines
 
     sizes = batch_sizes(args.batch)
@@ -116,8 +116,13 @@ def cmd_bench_batch(args) -> None:
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
     roof, context = roofline(target.model), round(mean_context(target, max_new_tokens))
     load = None
-    if not args.no_auto:  # adaptive K priced for each batch size: this machine's curve and roofline
-        load = LoadCosts(cost_curve(args.costs, target, True), lambda rows, seqs: roof.seconds(rows, seqs, context))
+    if not args.no_auto:  # adaptive K priced for each batch size: this machine's curves (the roofline's for reference)
+        curve = cost_curve(args.costs, target, True)
+        if args.costs == "reference":
+            load = LoadCosts(curve, lambda rows, seqs: roof.seconds(rows, seqs, context))
+        else:
+            with progress_bar("measuring batched rounds", "batch size") as progress:
+                load = LoadCosts(curve, kept_load(target, lambda: measure_load(target, progress=progress)))
     with progress_bar("batch bench", "batch") as progress:
         rows = run_batch_bench(target, tiny, sizes, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, load=load)  # fmt: skip

@@ -13,7 +13,8 @@ bit: specviz/kernels/batched.py). A sequence that is done sits out; window jumps
 (a jumping sequence's pass carries its re-prefill).
 
 With ``load`` (specviz/adaptive/load.py), the sequences whose K is adaptive are priced for the batch: each
-round, K is chosen for the rows the whole batch sends, and may fall to 0 under load. Their K then differs
+round, K is chosen for what a sequence's round costs in a batch of this size (its share of the pass, the
+CPU its own round costs beside it, its drafting as measured here), and may fall to 0 under load. Their K then differs
 from what they choose alone (that is the point), and their output stays exact: K is fixed before the draft. Tests: tests/unit/test_batch.py.
 
 The target seam: a TargetModel class with ``forward_batch(targets, passes)`` (``BatchTarget``) runs the
@@ -68,7 +69,8 @@ class Batch:
         self.load = load
         self.passes = 0  # target passes run
         self.rows: list[int] = []  # rows each pass carried
-        self.pass_s = 0.0  # seconds in the target passes
+        self.pass_s = 0.0  # seconds in the target passes, by ``clock``
+        self.clock = time.perf_counter  # wall time; a bench on one thread may time CPU instead (adaptive/load.py clock)
         self.prefilled = 0  # rows of context the passes prefilled (the prompts', the window jumps')
 
     @classmethod
@@ -87,15 +89,14 @@ class Batch:
         if not live:
             raise RuntimeError("the batch is complete")
         if self.load is not None:
-            curve, scale = self.load.at(len(live))
             for g in live:
                 if g.adaptive is not None and not g.never_drafts:
-                    g.adaptive.price_for(curve, scale)
+                    g.adaptive.price_for(*self.load.price(len(live), g.settings.drafter))
         drafted = [g.begin() for g in live]
         passes = [(d.vp.tokens, d.vp.positions, d.vp.mask) for d in drafted]
-        t1 = time.perf_counter()
+        t1 = self.clock()
         logits = self.forward([g.target for g in live], passes)
-        t2 = time.perf_counter()
+        t2 = self.clock()
         self.pass_s += t2 - t1
         self.passes += 1
         self.rows.append(sum(len(p[0]) for p in passes))

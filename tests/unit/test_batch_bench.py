@@ -104,3 +104,18 @@ def test_bad_batch_sizes_are_one_line(capsys, flag):
     code = main(["bench", "--batch", flag])
     _, err = capsys.readouterr()
     assert code == 2 and err.startswith("error: --batch") and err.count("\n") == 1
+
+
+@pytest.mark.slow  # measures this machine's batched rounds once (~20-40 s), then kept in the tests' cache
+def test_the_cli_prices_adaptive_k_on_the_measured_rounds(capsys, tmp_path):
+    out = tmp_path / "rows.jsonl"
+    code = main(["bench", "--batch", "1,2", "--max-new-tokens", "4", "--repeats", "1", "--out", str(out)])
+    assert code in (0, None), capsys.readouterr().err
+    rows = rows_from_jsonl(out.read_text())
+    auto = [r for r in rows if r["k_auto"]]
+    assert {r["drafter"] for r in auto} == {"trigram", "distilled", "eagle3"} and all(
+        r["same_as_baseline"] for r in auto
+    )
+    for r in auto:  # priced on the rounds measured here and on the drafting measured here, and it says so
+        assert "under load measured on" in r["costs"] and "drafting here" in r["costs"], r["costs"]
+    assert all(r["version"].endswith("timed in thread CPU time)") for r in rows)  # --threads 1 by default

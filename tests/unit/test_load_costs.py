@@ -2,12 +2,16 @@
 prices unchanged at B = 1, K falling to 0 where a batch's pass is bound by arithmetic, and the output still
 plain decoding's at T = 0 (K is fixed before each draft, from the batch size and past rounds only)."""
 
+import math
+
 import pytest
 from conftest import GREEDY_TEXT
 
-from specviz.adaptive.costs import REFERENCE
-from specviz.adaptive.load import LoadCosts
-from specviz.bench.batch import run_batch_bench
+from specviz.adaptive.costs import REFERENCE, CostCurve
+from specviz.adaptive.load import Drafting, LoadCosts, LoadCurve, kept, kept_load, measure_drafting
+from specviz.adaptive.policy import SHADOW_BUDGET, SHADOW_EVERY, SHADOW_SCORE, AdaptiveK
+from specviz.adaptive.rates import MIN_GAIN
+from specviz.bench.batch import measure_load, run_batch_bench
 from specviz.core.batch import Batch
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
@@ -90,3 +94,115 @@ def test_the_page_numbers():
         "from 200 to 900 tokens/s" in text
         and "trigram: 1.50× at B = 1, 0.50× at B = 8, stopped paying at about B = 3" in text
     )
+
+
+# A synthetic batch: a sequence's plain round in a batch of B costs share[B] of a lone one, and N rows a
+# sequence cost ratio[B][N] of one row (one extra row 1.2x at B = 2, 1.5x at B = 8).
+SYNTHETIC = LoadCurve(
+    share={1: 1.0, 2: 0.6, 8: 0.25},
+    ratio={1: {1: 1.0, 2: 1.1, 5: 1.3}, 2: {1: 1.0, 2: 1.2, 5: 1.8}, 8: {1: 1.0, 2: 1.5, 5: 3.0}},
+    source="synthetic",
+)
+
+
+def test_a_measured_curve_prices_the_batched_round_itself():
+    load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token=0.05, per_call=0.1)})
+    assert load.at(1) == (REFERENCE, 1.0) and load.price(1, "trigram") == (REFERENCE, 1.0, None)  # alone: unchanged
+    v8, s8 = load.at(8)
+    assert s8 == pytest.approx(4.0)  # a sequence's round is a quarter of a lone one: its drafting weighs 4x
+    assert [v8.v(n) for n in (1, 2, 5)] == pytest.approx([1.0, 1.5, 3.0])  # the measured ratios, not the lone curve
+    assert v8.v(3) == pytest.approx(2.0) and v8.v(7) == pytest.approx(4.0)  # a line between, and past, the points
+    v4, s4 = load.at(4)  # between measured B: a line in log2 B of a sequence's round
+    assert 1 / s4 == pytest.approx((0.6 + 0.25) / 2) and v4.v(2) == pytest.approx((0.6 * 1.2 + 0.25 * 1.5) / 0.85)
+    c8, s, per_token = load.price(8, "trigram")  # measured drafting: its per-call cost on every drafting round
+    assert per_token == 0.05 and s == s8 and c8.v(1) == 1.0 and c8.v(2) == pytest.approx(1.5 + 0.1 * 4)
+    assert load.price(8, "distilled") == (v8, s8, None)  # no measurement: the declared costs
+    assert "synthetic" in load.describe("trigram") and "0.050 a token, 0.100 a round" in load.describe("trigram")
+
+
+def expected_rate(alpha: float, k: int, v: CostCurve, cost: float) -> float:
+    """E(K) / cost(K) for a chain: (1 + a + ... + a^K) / (v(K + 1) + K c), by hand."""
+    return sum(alpha**i for i in range(k + 1)) / (v.v(k + 1) + k * cost)
+
+
+@pytest.mark.parametrize("per_call", [0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.6])
+@pytest.mark.parametrize("B", [2, 8])
+def test_k_falls_to_zero_exactly_when_the_gain_is_below_the_price(per_call, B):
+    """Adaptive K priced for a batch (the measured round, drafting per token and per call) drafts exactly when
+    some K promises MIN_GAIN times plain decoding's tokens per unit of time at those prices."""
+    alpha, per_token = 0.6, 0.02
+    load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token, per_call)})
+    policy = AdaptiveK(5, draft_cost=0.02)
+    policy.successes, policy.trials = alpha * 100 - 1, 98.0  # Beta(1, 1) prior: alpha = 0.6
+    assert policy.alpha == pytest.approx(alpha)
+    curve, scale, c = load.price(B, "trigram")
+    policy.price_for(curve, scale, c)
+    best = max(range(6), key=lambda k: expected_rate(alpha, k, curve, c * scale) if k else 1.0)
+    gain = expected_rate(alpha, best, curve, c * scale) if best else 1.0
+    k = policy.choose(5).k
+    assert (k == 0) == (gain < MIN_GAIN)
+    if k:
+        assert k == best
+
+
+def test_the_price_moves_the_choice_to_k_zero_in_a_batch(target):
+    """Between the synthetic prices above: at B = 2 the trigram drafts, at B = 8 the same acceptance does not
+    pay its drafting round's price, and the output is plain decoding's either way."""
+    reqs = [(p, Settings(drafter="trigram", k=6, k_auto=True, temperature=0, max_new_tokens=30, seed=i))
+            for i, (p, _) in enumerate(requests(target, 8))]  # fmt: skip
+    plain = [Generation(target, p, Settings(drafter="none", temperature=0, max_new_tokens=30)).run().tokens
+             for p, _ in reqs]  # fmt: skip
+    load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token=0.02, per_call=0.05)})
+    ks = {}
+    for B in (2, 8):
+        traces = Batch([Generation(target, p, s) for p, s in reqs[:B]], load).run()
+        assert [t.tokens for t in traces] == plain[:B]
+        ks[B] = [r.k_choice.k for t in traces for r in t.rounds]
+    assert sum(k > 0 for k in ks[2]) > len(ks[2]) / 2 and ks[8].count(0) > len(ks[8]) * 0.9
+
+
+def test_measure_drafting_fits_per_token_and_per_call():
+    """The line through the measured ratios, on a clock that each call moves by a known amount."""
+    clock = {"t": 0.0}
+    plain = lambda: clock.__setitem__("t", clock["t"] + 2.0)  # noqa: E731  a lone plain round: 2 s
+    draft = lambda k: clock.__setitem__("t", clock["t"] + 0.3 + 0.1 * k)  # noqa: E731  0.15 + 0.05 k rounds
+    d = measure_drafting(draft, plain, ks=(1, 2, 4), repeats=3, now=lambda: clock["t"])
+    assert d.per_token == pytest.approx(0.05) and d.per_call == pytest.approx(0.15)
+
+
+def test_a_measured_load_curve_is_kept_and_read_back(target, tmp_path):
+    calls = []
+
+    def measure_now():
+        calls.append(1)
+        return measure_load(target, batches=(1, 2), rows=(1, 2), repeats=1)
+
+    assert kept(target, tmp_path) is None  # nothing measured: the page falls back to the roofline
+    curve = kept_load(target, measure_now, tmp_path)
+    assert (
+        kept(target, tmp_path).ratio == curve.ratio
+        and curve.share[1] == 1.0
+        and all(r[1] == 1.0 for r in curve.ratio.values())
+    )
+    assert set(curve.ratio) == {1, 2} and all(v > 0 for r in curve.ratio.values() for v in r.values())
+    again = kept_load(target, measure_now, tmp_path)
+    assert calls == [1] and again.ratio == curve.ratio and "kept from then" in again.source
+    (path,) = tmp_path.iterdir()
+    path.write_text(path.read_text().replace('"share"', '"shares"'))  # damaged: measured again
+    kept_load(target, measure_now, tmp_path)
+    assert calls == [1, 1]
+
+
+def test_shadows_stay_within_their_budget_of_a_batched_round():
+    """An idle cheap drafter's shadow drafts cost SHADOW_BUDGET of its round at most: in a batch, where its
+    round is ``scale`` times smaller, it shadows that many times more rarely (and alone as before)."""
+    policy = AdaptiveK(6, draft_cost=0.02)
+    alone = policy.shadow_every
+    assert alone == max(SHADOW_EVERY, math.ceil((SHADOW_SCORE + 0.02) / SHADOW_BUDGET - 1e-9))
+    curve, scale = LoadCosts(REFERENCE, SYNTHETIC).at(8)
+    policy.price_for(curve, scale)
+    assert policy.shadow_every == math.ceil((SHADOW_SCORE + 0.02) * 4 / SHADOW_BUDGET - 1e-9) == 20
+    policy.price_for(REFERENCE, 1.0)
+    assert policy.shadow_every == alone
+    due = [policy.idle_round() for _ in range(3 * alone)]
+    assert due.count(True) == 3  # every ``alone``-th idle round

@@ -137,9 +137,10 @@ class DistilledTreeDrafter(DistilledDrafter):
         shape = None if self.rates is None else sequoia.optimal_tree(self.rates, self.nodes, k)
         return self.tree_draft(context, k, shape)
 
-    def tree_draft(self, context, k: int, shape=None) -> Draft:
+    def tree_draft(self, context, k: int, shape=None, temperature: float = 0.0, gen=None) -> Draft:
         """The tree for ``context``: grown best first (``shape`` None), or of the fixed ``shape`` (rank
-        paths: Sequoia's), each node's children the table's ranked characters."""
+        paths: Sequoia's), each node's children the table's ranked characters (deterministic at every
+        temperature: ``temperature`` and ``gen`` are not used)."""
         width = TREE_CHILDREN if shape is None else sequoia.MAX_RANKS
 
         def children(state):  # state: (the node's sequence, its cumulative q)

@@ -101,17 +101,23 @@ class MedusaDrafter(Drafter):
 
     def sequoia_rates(self, checkpoint, temperature: float, depth: int) -> sequoia.Rates:
         """The heads' acceptance rates by rank and depth (rounds at most min(``depth``, H) deep) against the
-        target at ``temperature``, measured on the training split once and kept on disk. In the walk, a
-        round's heads read the feature that predicted its root, from a cache of the target's own."""
+        target at ``temperature``, measured on the training split once and kept on disk."""
         depth = min(depth, self.heads.config.n_heads)
+        ranked = self.walk_children(checkpoint.model, depth)
+        return sequoia.drafter_rates(checkpoint, self.name, {}, temperature, depth, ranked, (Path(DEFAULT_PATH),))
+
+    def walk_children(self, model, depth: int):
+        """sequoia.measure's ``ranked(context, d)`` for these heads: head d's top sequoia.MAX_RANKS tokens,
+        read from the feature that predicted the root of the round at whose depth d - 1 ``context`` ends
+        (its root: context[-d]), in a cache of the target ``model`` of the walk's own, made when first needed."""
         last: dict[tuple, list[list[int]]] = {}  # the round's context -> each head's ranked tokens
-        caches: list[CachedModel] = []  # the walk's target cache with features, made when first needed
+        caches: list[CachedModel] = []
 
         def ranked(seq: list[int], d: int) -> list[int]:
             round_context = tuple(seq[: len(seq) - d + 1])  # its last token is the round's root
             if round_context not in last:
                 if not caches:
-                    caches.append(self.feature_cache(checkpoint.model))
+                    caches.append(self.feature_cache(model))
                 lean = caches[0]
                 last.clear()
                 lean.sync(list(round_context))  # holds it but the root: the last entry's feature predicted the root
@@ -120,7 +126,7 @@ class MedusaDrafter(Drafter):
             rows = last[round_context]
             return rows[d - 1] if d <= len(rows) else []
 
-        return sequoia.drafter_rates(checkpoint, self.name, {}, temperature, depth, ranked, (Path(DEFAULT_PATH),))
+        return ranked
 
     def feature_cache(self, model) -> CachedModel:
         """A fresh cache of the target ``model`` that keeps the feature the heads read."""

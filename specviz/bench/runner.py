@@ -204,6 +204,11 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
 
     base = (BASELINE, k, False, LOSSLESS, DYNAMIC)
     main, versus, again = {}, {}, {}
+    for T in temperatures:  # a fixed shape's rates are measured once per process (seconds): before, not in, a timed run
+        for d, ck, auto_k, rule, shape in configs:
+            if shape != DYNAMIC:
+                settings = bench_settings(d, T, ck, 1, seed, auto_k, rule, shape)
+                Generation(target, ids[0], settings, tiny.model if tiny is not None else None)
     order = random.Random(seed)  # the order of the runs on one prompt: shuffled, the same for the same seed
     try:  # every timed run freezes the heap before it (timing.quiet_heap); the caller gets it back as it was
         for _ in range(repeats):

@@ -19,9 +19,11 @@ def medusa_panel(r: RoundRecord, vocab: list[str]) -> None:
 
     st.markdown(f"**Medusa heads.** Every head read the target's top-layer feature at context position "
                 f"{notes['feature_entry']} (the character before the root), which the last verify pass wrote: "
-                "no extra target pass. Head i guesses the character i steps after the root; the tree keeps the "
-                f"{len(r.draft_tokens)} paths (budget {notes['nodes']}) with the highest product of head "
-                "probabilities.")  # fmt: skip
+                "no extra target pass. Head i guesses the character i steps after the root; "
+                + (f"the tree keeps the {len(r.draft_tokens)} paths (budget {notes['nodes']}) with the highest "
+                   "product of head probabilities." if notes.get("shape") != "sequoia" else
+                   f"the tree has Sequoia's fixed shape for the budget of {notes['nodes']} nodes, each node's "
+                   "children its head's top characters by rank."))  # fmt: skip
     left, right = st.columns(2)
     with left:
         chart(heads_figure(notes, vocab), f"medusa_heads_{r.index}")

@@ -99,9 +99,10 @@ def _measured_taus(settings, prompt: list[int], n: int = 300) -> dict[str, float
 
 
 def shape_panel(session: Session, r: RoundRecord) -> None:
-    """A drafter whose tree may take Sequoia's shape (its ``shaped`` trait): for this round's context,
-    the tree grown from its confidence beside Sequoia's fixed shape at the same node budget and K, each
-    node shaded by the chance the rank/depth model gives it, with tau = 1 + the sum of those chances."""
+    """A drafter whose tree may take Sequoia's shape (its ``shaped`` trait: ``rates``, ``nodes``,
+    ``sequoia_rates`` and ``tree_draft``): for this round's context, the tree grown from its confidence
+    beside Sequoia's fixed shape at the same node budget and K, each node shaded by the chance the
+    rank/depth model gives it, with tau = 1 + the sum of those chances."""
     gen, s = session.generation, session.generation.settings
     drafter, trace = gen.drafter, gen.trace
     st.markdown("**Sequoia's shape beside the dynamic tree, at the same node budget**")
@@ -117,8 +118,12 @@ def shape_panel(session: Session, r: RoundRecord) -> None:
                 st.warning(md(str(e)))
                 return
     context = (trace.prompt + trace.tokens)[: r.context_len]
-    shapes = {SHAPES[0]: drafter.tree_draft(context, s.k), SHAPES[1]: drafter.tree_draft(
-        context, s.k, optimal_tree(rates, drafter.nodes, s.k))}  # fmt: skip
+    depth = min(s.k, len(rates.accept))  # the rates' depth: the deepest the drafter drafts at this K
+
+    def tree(shape):  # a sampled tree's children drawn from the same seed for both shapes
+        return drafter.tree_draft(context, s.k, shape, s.temperature, torch.Generator().manual_seed(s.seed))
+
+    shapes = {SHAPES[0]: tree(None), SHAPES[1]: tree(optimal_tree(rates, drafter.nodes, depth))}
     for col, (name, d) in zip(st.columns(2), shapes.items(), strict=True):
         chance = reach(rank_paths(d.parents), rates)
         title = (f"{name}: {len(d.tokens)} nodes, τ = {1 + sum(chance):.2f} by the model<br><sub>Shade: the chance "
@@ -126,8 +131,11 @@ def shape_panel(session: Session, r: RoundRecord) -> None:
         with col:
             chart(shape_figure(d.tokens, d.parents, chance, trace.vocab, trace.root(r), title), f"shape_{name}")
     summary = trace.summary()
-    st.caption(md(f"The dynamic tree grows where this context's table rows are confident; Sequoia's shape is the same "
-                  f"for every context: the tree of at most {drafter.nodes} nodes and K = {s.k} levels with the most "
+    sampled = (
+        " (its children drawn from q, the same seed for both)" if s.temperature > 0 and drafter.sampled_tree else ""
+    )
+    st.caption(md(f"The dynamic tree grows where the {s.drafter} drafter is confident in this context{sampled}; "
+                  f"Sequoia's shape is the same for every context: the tree of at most {drafter.nodes} nodes and K = {s.k} levels with the most "
                   f"expected accepted characters under acceptance rates by sibling rank and depth, {rates.source} "
                   f"(Sequoia, Chen et al., 2024). This run ({s.tree_shape}) so far: τ = "
                   f"{summary['tokens'] / max(1, summary['target_forwards']):.2f} characters per target pass."))  # fmt: skip

@@ -27,10 +27,20 @@ a[d][r] gathers p(c_r), the chance token-wise verification accepts the determini
 (at T = 0: the argmax is c_r); the target's token then decides whether the round goes on (it was a
 candidate and d < K) or a new round starts. ``kept_rates`` keeps them under .cache/sequoia/, keyed by the
 checkpoints' sha256, the drafter's knobs, the temperature and this file.
+
+Sampled children (Sequoia's own case: the neural tree at T > 0). The rank-r child is the r-th draw from
+the draft's q (without replacement: q_r is q with the earlier draws removed), tried against the residual
+p_r left by the earlier rejections. Given the earlier draws x_0..x_{r-1}, it is accepted with chance
+prod_{j<r} (1 - min(1, p_j(x_j) / q_j(x_j))) * sum_x min(p_r(x), q_r(x)); the walk draws the siblings,
+gathers that chance (the expectation over the last draw and the coins: less noise than a count), and
+tries them as the verifier does, so the token it emits is the target's and the depth goes on only when
+a child was kept.
 """
 
 import contextlib
+import hashlib
 import json
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -40,7 +50,7 @@ import torch
 
 from models.artifacts import read_manifest
 from specviz.core.diskcache import cache_dir, digest, files_digest, write_atomic
-from specviz.core.sampling import Stream, draw, probs_from_logits
+from specviz.core.sampling import Stream, draw, probs_from_logits, uniform, without
 from specviz.kernels.cached_model import CachedModel
 
 SHAPES = ("dynamic", "sequoia")  # the tree_shape knob: grown from confidence, or Sequoia's fixed shape
@@ -170,13 +180,38 @@ def training_prompts(ids: list[int], newline: int, n: int = PROMPTS, length: int
     return out
 
 
+def sampled_children(
+    p: torch.Tensor, q: torch.Tensor, ranks: int, sampling: str | None, gen
+) -> tuple[list[float], int, bool]:
+    """A node whose children are drawn from ``q`` (V,), tried in turn against the target's ``p`` (V,) as the
+    multi-draft verifier tries them (specviz/verifiers/multidraft.py). -> (per rank, its chance of being
+    the child kept given the earlier draws; the token the node emits; whether it is a kept child's)"""
+    p, q = p.double(), q.double()
+    gains, reach, kept = [], 1.0, None
+    for _ in range(ranks):
+        if reach <= 0 or float(q.sum()) <= 0:
+            break
+        gains.append(reach * float(torch.minimum(p, q).sum()))
+        x = draw(q, gen)
+        alpha = min(1.0, float(p[x]) / float(q[x]))
+        if kept is None and uniform(gen) < alpha:
+            kept = x  # the verifier keeps it; the later ranks' chances still count, given its rejection
+        reach *= 1.0 - alpha
+        residual = (p - q).clamp_min(0.0)
+        total = float(residual.sum())
+        p = residual / total if total > 0 else p
+        q = without(q, x) if sampling == "without-replacement" else q
+    return gains, (draw(p, gen) if kept is None else kept), kept is not None
+
+
 @torch.no_grad()
-def measure(model, ranked: Callable[[list[int]], list[int]], prompts: list[list[int]], temperature: float,
-            depth: int, new_tokens: int = NEW_TOKENS, ranks: int = MAX_RANKS,
-            seed: int = 0) -> Rates:  # fmt: skip
+def measure(model, ranked: Callable[[list[int], int], object], prompts: list[list[int]], temperature: float,
+            depth: int, new_tokens: int = NEW_TOKENS, ranks: int = MAX_RANKS, seed: int = 0,
+            sampling: str | None = None) -> Rates:  # fmt: skip
     """a[d][r] for d <= ``depth`` (the rounds' K) from the target's own generations after ``prompts``
-    (see the module's docstring); ``ranked(context)``: the drafter's children of a node whose
-    sequence is ``context``, best first."""
+    (see the module's docstring). ``ranked(context, d)``: the children of a node at depth d - 1 of a
+    round whose sequence is ``context``: a list of tokens, best first (deterministic children), or the
+    (V,) q they are drawn from in turn as ``sampling`` says (sampled children)."""
     sums = [[0.0] * ranks for _ in range(depth)]
     reached = [0] * depth
     gen = Stream().manual_seed(seed)
@@ -185,16 +220,22 @@ def measure(model, ranked: Callable[[list[int]], list[int]], prompts: list[list[
         context, d = list(prompt), 1
         for _ in range(new_tokens):
             p = probs_from_logits(target.next_logits(context), temperature)  # (V,)
-            y = draw(p, gen)
             if d > depth:  # the bonus after a full path: not a drafted node
-                d = 1
+                y, d = draw(p, gen), 1
             else:
-                cands = ranked(context)[:ranks]
-                row = p.tolist()
+                kids = ranked(context, d)
                 reached[d - 1] += 1
-                for r, c in enumerate(cands):
-                    sums[d - 1][r] += row[c]
-                d = d + 1 if y in cands else 1
+                if isinstance(kids, torch.Tensor):
+                    gains, y, went_on = sampled_children(p, kids, ranks, sampling, gen)
+                else:
+                    cands = list(kids)[:ranks]
+                    row = p.tolist()
+                    gains = [row[c] for c in cands]
+                    y = draw(p, gen)
+                    went_on = y in cands
+                for r, g in enumerate(gains):
+                    sums[d - 1][r] += g
+                d = d + 1 if went_on else 1
             context.append(y)
     accept = tuple(tuple(s / n if n else 0.0 for s in row) for row, n in zip(sums, reached, strict=True))
     source = f"measured over {sum(reached):,} steps after {len(prompts)} training-split prompts at T = {temperature:g}"
@@ -210,6 +251,44 @@ def rates_key(checkpoint, drafter: str, knobs: dict, temperature: float, depth: 
     dtype = str(next(checkpoint.model.parameters()).dtype)
     return {"weights": shas, "dtype": dtype, "drafter": drafter, "knobs": knobs, "temperature": temperature, "depth": depth,
             "code": files_digest([__file__]), "walk": [PROMPTS, PROMPT_LEN, NEW_TOKENS, MAX_RANKS]}  # fmt: skip
+
+
+_DIGESTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # model -> weights_digest: once per model
+
+
+def weights_digest(model) -> str:
+    """sha256 of a model's tensors, names and values: what keys rates measured with a draft model that
+    came to the drafter as weights, not as a file whose sha256 is recorded. Once per model object (a
+    loaded model is never changed: models/checkpoint.py)."""
+    if model in _DIGESTS:
+        return _DIGESTS[model]
+    h = hashlib.sha256()
+    for name, t in model.state_dict().items():
+        h.update(name.encode())
+        h.update(t.detach().to(torch.float64).cpu().numpy().tobytes())
+    _DIGESTS[model] = h.hexdigest()
+    return _DIGESTS[model]
+
+
+def drafter_rates(checkpoint, drafter: str, knobs: dict, temperature: float, depth: int,
+                  ranked: Callable[[list[int], int], object], artifacts: tuple[Path, ...] = (),
+                  sampling: str | None = None, corpus: Path | None = None) -> Rates:  # fmt: skip
+    """A shaped drafter's rates by rank and depth against the target ``checkpoint`` at ``temperature``,
+    rounds at most ``depth`` deep: kept on disk (rates_key), else measured on the training split's
+    prompts (``ranked`` and ``sampling`` as for measure); ValueError, one line, with no corpus."""
+    from specviz.training.distill import DEFAULT_CORPUS  # the training package reads models: at call time
+
+    corpus = Path(DEFAULT_CORPUS if corpus is None else corpus)
+    key = rates_key(checkpoint, drafter, {**knobs, "sampling": sampling}, temperature, depth, artifacts)
+
+    def measure_now() -> Rates:
+        if not corpus.is_file():
+            raise ValueError(f"the Sequoia tree shape measures its rates on the corpus; none at {corpus}")
+        tok = checkpoint.tokenizer
+        prompts = training_prompts(tok.encode(corpus.read_text(encoding="utf-8")), tok.encode("\n")[0])
+        return measure(checkpoint.model, ranked, prompts, temperature, depth=depth, sampling=sampling)
+
+    return kept_rates(key, measure_now)
 
 
 _KEPT: dict[str, Rates] = {}  # this process's, by key: a generation per round of the app builds a drafter
@@ -237,5 +316,5 @@ def kept_rates(key: dict, measure_now: Callable[[], Rates], cache: Path | None =
     return rates
 
 
-__all__ = ["SHAPES", "Rates", "expected_accepted", "grow_shape", "kept_rates", "measure", "optimal_tree", "rank_paths",
-           "reach"]  # fmt: skip
+__all__ = ["SHAPES", "Rates", "drafter_rates", "expected_accepted", "grow_shape", "kept_rates", "measure",
+           "optimal_tree", "rank_paths", "reach", "sampled_children", "weights_digest"]  # fmt: skip

@@ -13,7 +13,9 @@ from specviz.verifiers import LOSSLESS
 @dataclass
 class BenchRow:
     impl: str  # "specviz" or "transformers"
-    suite: str  # "main" or "vs-transformers" (see specviz/bench/runner.py); "batch" (specviz/bench/batch.py)
+    # "main" or "vs-transformers" (see specviz/bench/runner.py); "batch" (specviz/bench/batch.py); a fixed tree
+    # shape's name, "sequoia": a shaped drafter with that shape, timed among the main suite's runs
+    suite: str
     drafter: str  # "none" is the baseline (plain KV-cached decoding, or transformers' greedy generate)
     temperature: float
     k: int  # the draft depth K; with k_auto, the largest K adaptive K may choose

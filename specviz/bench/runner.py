@@ -32,6 +32,11 @@ Two suites, told apart by the row's ``suite``:
                      (transformers' prompt lookup verifies up to K positions past the end): prompt
                      and output fit in one window, for both implementations alike.
 
+With ``shapes=True`` every drafter with the trait ``shaped`` also runs with each fixed tree shape of
+specviz/adaptive/sequoia.py (``--tree-shape sequoia``) at every temperature, in the same interleaved runs
+against the same baseline; their rows' suite is the shape's name ("sequoia"), so that a reader of the
+main suite (the atlas, the shoot-out, the chart) finds one row per drafter as before.
+
 In each repeat the baseline also runs a second time on every prompt (an A/A test), and each main-suite
 row carries a verdict against the baseline: specviz/bench/report.py. One timed run, on a quiet heap:
 specviz/bench/timing.py; transformers' runs: specviz/bench/peer.py; the rows and their file format:
@@ -50,6 +55,7 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
 from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.adaptive.sequoia import SHAPES
 from specviz.bench.memory import drafter_megabytes
 from specviz.bench.peer import HF_MAX_NEW_TOKENS, hf_run, load_hf, peer_drafters
 from specviz.bench.report import aa_speedup, verdict
@@ -64,6 +70,7 @@ from specviz.teaching.presets import PRESETS, Preset
 from specviz.verifiers import LOSSLESS, alternatives
 
 TEMPERATURES = (0.0, 0.8)
+DYNAMIC = SHAPES[0]  # the tree_shape knob's default: a row of the main suite
 
 
 def lossy_methods() -> tuple[tuple[str, str], ...]:
@@ -88,12 +95,12 @@ def _total(reps, attr) -> float:
 
 
 def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **common) -> list[dict]:
-    """One row per (config, temperature) of ``impl``. runs[(impl, (drafter, k, auto), T)] is a list
-    over repeats of lists over prompts of timing.Run; ``baseline`` is the (impl, config) speedups divide;
+    """One row per (config, temperature) of ``impl``. runs[(impl, (drafter, k, auto, verification, shape), T)]
+    is a list over repeats of lists over prompts of timing.Run; ``baseline`` is the (impl, config) speedups divide;
     ``memory``: drafter -> MB it holds; ``costs``: the curve the adaptive-K runs priced drafts with."""
     rows, load, cpu = [], round(os.getloadavg()[1], 2), cpu_name()
     today = datetime.datetime.now(datetime.UTC).date().isoformat()
-    for (i, (drafter, k, auto, verification), T), reps in runs.items():
+    for (i, (drafter, k, auto, verification, shape), T), reps in runs.items():
         if i != impl:
             continue
         base = runs[(*baseline, T)]
@@ -120,7 +127,7 @@ def _rows(runs, impl, suite, baseline, version, memory=None, costs=REFERENCE, **
             tau_same |= {f"tau_same_{rule}": 1 + sum(r.expected[rule] for r in first) / forwards
                          for rule in first[0].expected}  # fmt: skip
         row = BenchRow(
-            impl=impl, suite=suite, drafter=drafter, temperature=T, k=k, k_auto=auto, verification=verification,
+            impl=impl, suite=suite if shape == DYNAMIC else shape, drafter=drafter, temperature=T, k=k, k_auto=auto, verification=verification,
             **common, tokens=tokens,
             target_forwards=forwards, tokens_per_forward=tpf, acceptance_rate=accepted / tried if tried else None,
             seconds=statistics.median(secs), tokens_per_s=statistics.median(tokens / s for s in secs),
@@ -139,13 +146,15 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
               drafters=None, temperatures=TEMPERATURES, k: int = 4, max_new_tokens: int = 256,
               repeats: int = 3, seed: int = 0, progress=None, transformers: bool = False,
               auto: bool = False, rules: tuple[str, ...] = (), lossy: bool = False,
-              costs: CostCurve = REFERENCE, memory: dict[str, float] | None = None) -> list[dict]:  # fmt: skip
+              costs: CostCurve = REFERENCE, memory: dict[str, float] | None = None,
+              shapes: bool = False) -> list[dict]:  # fmt: skip
     """Benchmark rows, one per (drafter, temperature) of the main suite at K = ``k``, with
     ``auto=True`` one more per drafter in its default configuration (adaptive K, at most
     AUTO_K_MAX), for each lossless alternative in ``rules`` (alternatives(): block verification on
     chains, traversal verification on trees) one more per drafter of its shape at each temperature
-    above 0, with ``lossy=True`` one more per lossy method of the atlas (lossy_methods()) whose drafter runs, at each temperature above 0, then, with ``transformers=True``
-    (needs the package), the vs-transformers suite.
+    above 0, with ``lossy=True`` one more per lossy method of the atlas (lossy_methods()) whose drafter runs, at each temperature above 0,
+    with ``shapes=True`` one more per drafter with the trait ``shaped`` and fixed tree shape (SHAPES but the
+    first) at each temperature, then, with ``transformers=True`` (needs the package), the vs-transformers suite.
 
     ``drafters``: the registered ones by default. ``tiny``: the tiny draft model's checkpoint (None: leave
     the drafters that need a draft model out of ``drafters``).
@@ -153,12 +162,20 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     ``progress(done, total)`` is called after every generation."""
     prompts = list(PRESETS if prompts is None else prompts)
     drafters = list(dict.fromkeys([BASELINE, *(drafter_names() if drafters is None else drafters)]))  # baseline first
-    configs = [(d, k, False, LOSSLESS) for d in drafters]
-    configs += [(d, AUTO_K_MAX, True, LOSSLESS) for d in drafters[1:] if auto]
+    configs = [(d, k, False, LOSSLESS, DYNAMIC) for d in drafters]
+    configs += [(d, AUTO_K_MAX, True, LOSSLESS, DYNAMIC) for d in drafters[1:] if auto]
     for rule, shape in alternatives().items():
         trees = shape == "trees"
-        configs += [(d, k, False, rule) for d in drafters[1:] if rule in rules and drafter_class(d).tree == trees]
-    configs += [(d, k, False, rule) for d, rule in lossy_methods() if lossy and d in drafters]
+        configs += [
+            (d, k, False, rule, DYNAMIC) for d in drafters[1:] if rule in rules and drafter_class(d).tree == trees
+        ]
+    configs += [(d, k, False, rule, DYNAMIC) for d, rule in lossy_methods() if lossy and d in drafters]
+    configs += [
+        (d, k, False, LOSSLESS, shape)
+        for shape in SHAPES[1:]
+        for d in drafters[1:]
+        if shapes and drafter_class(d).shaped
+    ]
 
     def runs_at(T: float) -> list[tuple]:  # block or traversal at temperature 0 is token-wise's greedy match;
         # a lossy rule's rows are for what it does to sampling
@@ -185,8 +202,13 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
         if progress:
             progress(done, total)
 
-    base = (BASELINE, k, False, LOSSLESS)
+    base = (BASELINE, k, False, LOSSLESS, DYNAMIC)
     main, versus, again = {}, {}, {}
+    for T in temperatures:  # a fixed shape's rates are measured once per process (seconds): before, not in, a timed run
+        for d, ck, auto_k, rule, shape in configs:
+            if shape != DYNAMIC:
+                settings = bench_settings(d, T, ck, 1, seed, auto_k, rule, shape)
+                Generation(target, ids[0], settings, tiny.model if tiny is not None else None)
     order = random.Random(seed)  # the order of the runs on one prompt: shuffled, the same for the same seed
     try:  # every timed run freezes the heap before it (timing.quiet_heap); the caller gets it back as it was
         for _ in range(repeats):
@@ -209,13 +231,13 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
                 per = {(i, d): [] for i in ("specviz", "transformers") for d in peer_drafters(k)}
                 for prompt in hf_ids:
                     for d in peer_drafters(k):
-                        config = (d, k, False, LOSSLESS)
+                        config = (d, k, False, LOSSLESS, DYNAMIC)
                         per[("specviz", d)].append(specviz_run(target, None, prompt, config, 0.0, n_hf, seed))
                         tick()
                         per[("transformers", d)].append(hf_run(model, prompt, d, k, n_hf, calls))
                         tick()
                 for (i, d), runs in per.items():
-                    versus.setdefault((i, (d, k, False, LOSSLESS), 0.0), []).append(runs)
+                    versus.setdefault((i, (d, k, False, LOSSLESS, DYNAMIC), 0.0), []).append(runs)
     finally:
         gc.unfreeze()
 
@@ -228,7 +250,8 @@ def run_bench(target: Checkpoint, tiny: Checkpoint | None, prompts: list[Preset]
     for row in rows:
         T = row["temperature"]
         first = main[("specviz", base, T)]
-        runs = main[("specviz", (row["drafter"], row["k"], row["k_auto"], row["verification"]), T)]
+        shape = row["suite"] if row["suite"] in SHAPES else DYNAMIC
+        runs = main[("specviz", (row["drafter"], row["k"], row["k_auto"], row["verification"], shape), T)]
         if row["drafter"] == BASELINE:
             row["aa_speedup"] = aa_speedup(first, again[T])
             runs = again[T]  # the A/A pairs

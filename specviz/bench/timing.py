@@ -33,11 +33,11 @@ class Run:
 
 
 def bench_settings(drafter: str, temperature: float, k: int, n: int, seed: int, auto: bool = False,
-                   verification: str = Settings().verification) -> Settings:  # fmt: skip
+                   verification: str = Settings().verification, tree_shape: str = Settings().tree_shape) -> Settings:  # fmt: skip
     """How the benchmark runs a drafter: the given K (or adaptive K up to it), temperature, length,
-    seed and verification rule, every knob at its default."""
+    seed, verification rule and tree shape, every other knob at its default."""
     return Settings(drafter=drafter, k=k, k_auto=auto, temperature=temperature, max_new_tokens=n, seed=seed,
-                    verification=verification)  # fmt: skip
+                    verification=verification, tree_shape=tree_shape)  # fmt: skip
 
 
 def expected_totals(rounds) -> dict | None:
@@ -56,8 +56,8 @@ def quiet_heap() -> None:
 
 
 def specviz_run(target, tiny, prompt, config, temperature, n, seed, costs=REFERENCE) -> Run:
-    drafter, k, auto, verification = config
-    settings = bench_settings(drafter, temperature, k, n, seed, auto, verification)
+    drafter, k, auto, verification, shape = config
+    settings = bench_settings(drafter, temperature, k, n, seed, auto, verification, shape)
     quiet_heap()
     t0 = time.perf_counter()
     trace = Generation(target, prompt, settings, tiny.model if tiny is not None else None, costs=costs).run()

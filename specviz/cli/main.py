@@ -14,6 +14,7 @@ from models.distilled import DistilledError
 from models.eagle import EagleError
 from models.medusa import MedusaError
 from models.mtp import MTPError
+from specviz.adaptive.sequoia import SHAPES
 from specviz.cli.errors import CLIError, OneLineParser, one_line
 from specviz.cli.flags import COSTS_HELP, add_run_args
 from specviz.cli.measure import cmd_bench, cmd_bench_chart
@@ -71,6 +72,9 @@ def build_parser() -> OneLineParser:
     )
     for rule, shape in alternatives().items():  # --no-block, --no-traversal: from the registry
         b.add_argument(f"--no-{rule}", action="store_true", help=f"skip the {rule}-verification rows ({shape}, T > 0)")
+    for shape in SHAPES[1:]:  # --no-sequoia: from the tree_shape knob's choices
+        b.add_argument(f"--no-{shape}", action="store_true",
+                       help=f"skip the rows of the tree drafters with the {shape} tree shape (T = 0 and 0.8)")  # fmt: skip
     b.add_argument("--no-lossy", action="store_true",
                    help="skip the lossy methods' rows (NASD's own rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
     b.add_argument("--drafters", default=None,

@@ -8,6 +8,7 @@ import torch
 from tqdm import tqdm
 
 from models.checkpoint import atomic_write, checkpoint_header, load_checkpoint
+from specviz.adaptive.sequoia import SHAPES
 from specviz.cli.errors import CLIError, checked
 from specviz.cli.flags import cost_curve
 from specviz.core.outputs import writable_file
@@ -82,7 +83,7 @@ def cmd_bench(args) -> None:
         rows = bench.run_bench(target, tiny, prompts, drafters, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
                                seed=args.seed, progress=progress, transformers=hf, auto=not args.no_auto,
                                rules=tuple(r for r in alternatives() if not getattr(args, f"no_{r}")), lossy=not args.no_lossy,
-                               costs=costs)  # fmt: skip
+                               costs=costs, shapes=not all(getattr(args, f"no_{s}") for s in SHAPES[1:]))  # fmt: skip
     if write_rows(args, rows):
         return
     print(format_table(rows), end="")

@@ -15,6 +15,9 @@ as the target samples: at each node the target draws its token from p; if a chil
 down, else that token is the correction and the round ends (the traversal verifier finds the same path with
 its own trie walk). Each emitted token is a draw from the target's p given the tokens before it, whatever the
 tree held (tests/statistical/test_exactness_real_target.py, both verifiers, at T = 0.5 and 1).
+
+Dynamic by design: DDTree's point is a tree grown best first from this context's slot distributions, so
+it does not take Sequoia's fixed shape (--tree-shape; the trait ``shaped`` stays off).
 """
 
 import torch

@@ -120,19 +120,9 @@ class DistilledTreeDrafter(DistilledDrafter):
         """This table's acceptance rates by rank and depth (rounds at most ``depth`` deep) against the
         target at ``temperature``, measured on the training split once and kept on disk."""
         knobs = {"min_context_count": self.min_count, "distilled_context": self.L}
-        key = sequoia.rates_key(checkpoint, self.name, knobs, temperature, depth, (Path(self.table.path),))
-
-        def measure_now():
-            if not Path(corpus).is_file():
-                raise ValueError(f"the Sequoia tree shape measures its rates on the corpus; none at {corpus}")
-            tok = checkpoint.tokenizer
-            prompts = sequoia.training_prompts(
-                tok.encode(Path(corpus).read_text(encoding="utf-8")), tok.encode("\n")[0]
-            )
-            return sequoia.measure(checkpoint.model, lambda seq: self.table.ranked(self.lookup(seq)[0]), prompts,
-                                   temperature, depth=depth)  # fmt: skip
-
-        return sequoia.kept_rates(key, measure_now)
+        return sequoia.drafter_rates(checkpoint, self.name, knobs, temperature, depth,
+                                     lambda seq, d: self.table.ranked(self.lookup(seq)[0]),
+                                     (Path(self.table.path),), corpus=corpus)  # fmt: skip
 
     def _children(self, seq: list[int], width: int = TREE_CHILDREN) -> list[tuple[int, float]]:
         """(token, q) of a node's top ``width`` children, the target's mode first."""
@@ -147,9 +137,10 @@ class DistilledTreeDrafter(DistilledDrafter):
         shape = None if self.rates is None else sequoia.optimal_tree(self.rates, self.nodes, k)
         return self.tree_draft(context, k, shape)
 
-    def tree_draft(self, context, k: int, shape=None) -> Draft:
+    def tree_draft(self, context, k: int, shape=None, temperature: float = 0.0, gen=None) -> Draft:
         """The tree for ``context``: grown best first (``shape`` None), or of the fixed ``shape`` (rank
-        paths: Sequoia's), each node's children the table's ranked characters."""
+        paths: Sequoia's), each node's children the table's ranked characters (deterministic at every
+        temperature: ``temperature`` and ``gen`` are not used)."""
         width = TREE_CHILDREN if shape is None else sequoia.MAX_RANKS
 
         def children(state):  # state: (the node's sequence, its cumulative q)

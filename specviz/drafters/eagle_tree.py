@@ -8,6 +8,10 @@ instead of the tiny model. Expanding a node feeds the head (its parent's output 
 token), as a chain's step j >= 1 does; the node attends to the head's cached context entries, the
 nodes on its path (its ancestors run before) and itself: tree attention over the head's scratch,
 the root's column being the head's last context entry. One head pass per depth.
+
+Dynamic by design, as EAGLE-2's trees are: the tree follows the head's confidence in each context, so it
+does not take Sequoia's fixed shape (the trait ``shaped`` is off; its rates would need a walk of the head
+along the target's generations, which the neural tree's tiny-model walk does not give).
 """
 
 import torch
@@ -27,6 +31,7 @@ class EagleTreeDrafter(NeuralTreeDrafter):
     preset = "Dialogue"
     needs = frozenset({"target_cache", "heads"})
     bpe = False  # its head reads the character model's features
+    shaped = False  # EAGLE-2's tree grows from the head's confidence (see above)
     panels = ("eagle features",)
     # Per node: K head passes over ~N/K rows each, so ~DRAFT_COST K / N, plus the tree's per-node Python
     # (~0.1, the neural tree's estimate): 0.225 at 16 nodes, K = 4. bench-style runs measured draft c 0.32

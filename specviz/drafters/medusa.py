@@ -18,17 +18,26 @@ paths with the highest product of head probabilities. Best-first growth (``grow_
 exactly that, since a child's product never exceeds its parent's. The tree is at most min(K, H)
 deep: there is no head for depth H + 1.
 
+With --tree-shape sequoia the shape is fixed instead (the trait ``shaped``): Sequoia's tree for the node
+budget and min(K, H) levels (specviz/adaptive/sequoia.py), from the heads' acceptance rates by rank and
+depth measured on the training split: a[d][r], the chance that head d's rank-r token is accepted once the
+path above it was. Each node's children are still its head's ranked tokens, up to sequoia.MAX_RANKS.
+
 Deterministic: the tree is a function of the context alone (one-hot q at every temperature), so
 the lossless verifier walks it token by token and the output is exactly the target's. Medusa's
 own paper pairs the heads with *typical acceptance* (``--verification typical``), which accepts
 more and is not exact.
 """
 
+from pathlib import Path
+
 import torch
 
-from models.medusa import MedusaHeads, cached_heads
+from models.medusa import DEFAULT_PATH, MedusaHeads, cached_heads
+from specviz.adaptive import sequoia
 from specviz.core.target import TargetModel, window_start
 from specviz.drafters.base import Draft, Drafter, chain, grow_tree
+from specviz.kernels.cached_model import CachedModel
 
 
 class MedusaDrafter(Drafter):
@@ -48,6 +57,7 @@ class MedusaDrafter(Drafter):
         "(at temperature 0 both rules are greedy and agree)."
     )
     tree = True
+    shaped = True
     needs = frozenset({"target_cache", "heads"})
     panels = ("medusa heads",)
     deterministic = True
@@ -76,19 +86,59 @@ class MedusaDrafter(Drafter):
     @classmethod
     def build(cls, src):
         target, s = src.need("target", cls.name), src.settings
-        return cls(target, cached_heads(src.checkpoint.path, target.dtype), s.medusa_nodes, s.medusa_top_k)
+        drafter = cls(target, cached_heads(src.checkpoint.path, target.dtype), s.medusa_nodes, s.medusa_top_k)
+        if s.tree_shape == "sequoia":
+            drafter.rates = drafter.sequoia_rates(src.checkpoint, s.temperature, s.k)
+        return drafter
 
     def __init__(self, target: TargetModel, heads: MedusaHeads, nodes: int = 16, top_k: int = 3):
         if heads.config.n_embd != target.n_embd or heads.config.vocab_size != target.vocab_size:
             raise ValueError("the Medusa heads were made for a model of another width or vocabulary")
         self.target, self.heads, self.nodes, self.top_k = target, heads, nodes, top_k
         self.max_nodes = nodes
+        self.rates: sequoia.Rates | None = None  # Sequoia's rates: the tree's shape is fixed (else grown)
         target.capture((heads.config.feature_layer,))  # before the first pass: every entry gets its feature
 
+    def sequoia_rates(self, checkpoint, temperature: float, depth: int) -> sequoia.Rates:
+        """The heads' acceptance rates by rank and depth (rounds at most min(``depth``, H) deep) against the
+        target at ``temperature``, measured on the training split once and kept on disk."""
+        depth = min(depth, self.heads.config.n_heads)
+        ranked = self.walk_children(checkpoint.model, depth)
+        return sequoia.drafter_rates(checkpoint, self.name, {}, temperature, depth, ranked, (Path(DEFAULT_PATH),))
+
+    def walk_children(self, model, depth: int):
+        """sequoia.measure's ``ranked(context, d)`` for these heads: head d's top sequoia.MAX_RANKS tokens,
+        read from the feature that predicted the root of the round at whose depth d - 1 ``context`` ends
+        (its root: context[-d]), in a cache of the target ``model`` of the walk's own, made when first needed."""
+        last: dict[tuple, list[list[int]]] = {}  # the round's context -> each head's ranked tokens
+        caches: list[CachedModel] = []
+
+        def ranked(seq: list[int], d: int) -> list[int]:
+            round_context = tuple(seq[: len(seq) - d + 1])  # its last token is the round's root
+            if round_context not in last:
+                if not caches:
+                    caches.append(self.feature_cache(model))
+                lean = caches[0]
+                last.clear()
+                lean.sync(list(round_context))  # holds it but the root: the last entry's feature predicted the root
+                probs = self.head_probs(lean.length - 1, depth, lean) if lean.length else None  # (depth, V)
+                last[round_context] = [] if probs is None else probs.topk(sequoia.MAX_RANKS, dim=-1).indices.tolist()
+            rows = last[round_context]
+            return rows[d - 1] if d <= len(rows) else []
+
+        return ranked
+
+    def feature_cache(self, model) -> CachedModel:
+        """A fresh cache of the target ``model`` that keeps the feature the heads read."""
+        lean = CachedModel(model)
+        lean.capture((self.heads.config.feature_layer,))
+        return lean
+
     @torch.no_grad()
-    def head_probs(self, entry: int, n: int | None = None) -> torch.Tensor:
-        """Heads 1..n's distributions (None: every head's) from the feature of cache entry ``entry``. -> (n, V)"""
-        h = self.target.features(entry, entry + 1)[0, 0]  # (C,)
+    def head_probs(self, entry: int, n: int | None = None, cache: TargetModel | None = None) -> torch.Tensor:
+        """Heads 1..n's distributions (None: every head's) from the feature of cache entry ``entry`` (of the
+        generation's target cache, or ``cache``). -> (n, V)"""
+        h = (self.target if cache is None else cache).features(entry, entry + 1)[0, 0]  # (C,)
         return self.heads(h, n).softmax(-1)  # (n, V)
 
     def draft(self, context, k, temperature, gen):
@@ -102,18 +152,41 @@ class MedusaDrafter(Drafter):
                                     if t.length == 0 else "K = 0"})  # fmt: skip
         entry = t.length - 1  # context[-2]: its feature predicted the root
         probs = self.head_probs(entry, k)  # (depth, V): the heads below depth K are not needed
+        shape = None if self.rates is None else sequoia.optimal_tree(self.rates, self.nodes, len(probs))
+        draft = self.tree_of(probs, shape)
+        draft.notes = {"root": context[-1], "feature_entry": t.start + entry, **draft.notes}
+        return draft
+
+    def tree_draft(self, context: list[int], k: int, shape=None, temperature: float = 0.0, gen=None) -> Draft:
+        """The tree for ``context`` grown best first (``shape`` None) or of the fixed ``shape`` (rank paths),
+        from a scratch cache of the target's (the generation's own is left as it is): the tree page's
+        comparison. Deterministic: ``temperature`` and ``gen`` are not used."""
+        lean = self.feature_cache(self.target.model)
+        lean.sync(context)
+        if lean.length == 0 or k == 0:
+            return chain([])
+        probs = self.head_probs(lean.length - 1, min(k, self.heads.config.n_heads), lean)
+        return self.tree_of(probs, shape)
+
+    def tree_of(self, probs: torch.Tensor, shape=None) -> Draft:
+        """The candidate tree from the heads' distributions ``probs`` (depth, V): each head's top tokens at
+        its depth, grown best first to the node budget (``shape`` None), or of Sequoia's fixed ``shape``."""
         depth = len(probs)
-        top_p, top_t = probs[:depth].topk(min(self.top_k, probs.size(1)), dim=-1)  # (depth, top_k)
+        width = self.top_k if shape is None else sequoia.MAX_RANKS
+        top_p, top_t = probs.topk(min(width, probs.size(1)), dim=-1)  # (depth, width)
         ranked = [list(zip(ts, ps, strict=True)) for ts, ps in zip(top_t.tolist(), top_p.tolist(), strict=True)]
 
         def children(state):  # state: (the node's depth, its path's product of head probabilities)
             d, score = state
             return [(tok, score * p, (d + 1, score * p)) for tok, p in ranked[d]] if d < depth else []
 
-        tokens, parents, nodes = grow_tree(children, (0, 1.0), depth, self.nodes)
+        if shape is None:
+            tokens, parents, nodes = grow_tree(children, (0, 1.0), depth, self.nodes)
+        else:
+            tokens, parents, nodes = sequoia.grow_shape(children, (0, 1.0), shape)
         tree = [{"token": tok, "parent": par, "depth": d, "score": s}
                 for tok, par, (d, s, _) in zip(tokens, parents, nodes, strict=True)]  # fmt: skip
         heads = [[{"token": tok, "p": p} for tok, p in row] for row in ranked]
-        notes = {"root": context[-1], "feature_entry": t.start + entry, "heads": heads, "tree": tree, "nodes": self.nodes,
-                 "top_k": self.top_k}  # fmt: skip
+        notes = {"heads": heads, "tree": tree, "nodes": self.nodes, "top_k": width,
+                 "shape": "dynamic" if shape is None else "sequoia"}  # fmt: skip
         return Draft(tokens, parents, None, notes)

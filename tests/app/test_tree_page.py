@@ -1,6 +1,7 @@
 """The trie page in AppTest: it switches drafter, steps and rebuilds with its knobs, and stays up
 on bad knobs."""
 
+import pytest
 from conftest import chart_specs, open_page, shown
 
 from models.checkpoint import load_checkpoint
@@ -53,14 +54,19 @@ def test_bad_knobs_keep_the_page_up():
     assert at.session_state["run"].generation.settings.trie_prefix_len == 3  # the previous run stays
 
 
-def test_sequoia_shape_beside_the_dynamic_tree():
-    """A Sequoia-shaped distilled tree: the page draws this round's grown tree and Sequoia's shape at
-    the same budget, each titled with its tau by the rank/depth model, and the run's own tau."""
-    at = open_page("pages/tree.py", {"preset": "Dialogue", "drafter": "distilled-tree", "tree_shape": "sequoia"})
+@pytest.mark.parametrize("drafter", drafter_names(shaped=True))
+def test_sequoia_shape_beside_the_dynamic_tree(drafter):
+    """Every drafter with the trait shaped, Sequoia-shaped: the page draws this round's grown tree and
+    Sequoia's shape at the same budget, each titled with its tau by the rank/depth model, and the run's
+    own tau; Sequoia's drawn tree has the shape this round's draft had."""
+    at = open_page("pages/tree.py", {"preset": "Dialogue", "drafter": drafter, "tree_shape": "sequoia"})
     assert not at.exception and at.session_state["run"].generation.settings.tree_shape == "sequoia"
     at.button(key="nav_next").click().run()
     assert not at.exception
-    titles = [f["layout"]["title"]["text"] for f in chart_specs(at)]
-    shapes = [t for t in titles if "τ = " in t]  # "<shape>: <n> nodes, τ = <tau> by the model" (wrapped)
-    assert [t.split(":")[0] for t in shapes] == ["dynamic", "sequoia"]
+    r = at.session_state["run"].current
+    assert r.draft_tokens and r.draft_notes["shape"] == "sequoia"
+    figs = [f for f in chart_specs(at) if "τ = " in f["layout"]["title"]["text"]]
+    # "<shape>: <n> nodes, τ = <tau> by the model" (wrapped)
+    assert [f["layout"]["title"]["text"].split(":")[0] for f in figs] == ["dynamic", "sequoia"]
+    assert f"sequoia: {len(r.draft_tokens)} nodes" in figs[1]["layout"]["title"]["text"]
     assert any("This run (sequoia) so far: τ = " in shown(c.value) for c in at.caption)

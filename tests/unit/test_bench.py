@@ -25,6 +25,7 @@ from specviz.verifiers import VERIFIERS
 
 DRAFTERS = drafter_names()
 TREE_DRAFTERS = drafter_names(tree=True)
+SHAPED = drafter_names(shaped=True)
 LOSSY = lossy_methods()
 
 N = 16  # new tokens per prompt: enough for several rounds, short enough to be quick
@@ -186,6 +187,14 @@ def test_cli_bench_quick_json_smoke():
     assert all(r["costs"] is None for r in fixed + block + traversal + lossy)
     assert all(isinstance(r["cpu"], str) and r["cpu"] for r in rows)  # figures differ from one CPU to another
     assert all(r["prompts"] == 3 and r["new_tokens"] == 16 for r in main_rows)
+    # every drafter with the trait shaped once more with Sequoia's tree shape, at both temperatures, among the
+    # main suite's runs (its baseline) but in a suite of its own, so the main suite keeps one row per drafter
+    shaped = [r for r in rows if r["suite"] == "sequoia"]
+    assert sorted((r["drafter"], r["temperature"], r["k"], r["k_auto"]) for r in shaped) == sorted(
+        (d, T, 4, False) for d in SHAPED for T in (0.0, 0.8)
+    )
+    assert all(r["same_as_baseline"] is (True if r["temperature"] == 0 else None) for r in shaped)
+    assert all(1 <= r["tokens_per_forward"] <= 5 and r["draft_cost"] > 0 and r["speedup"] > 0 for r in shaped)
     assert {r["impl"] for r in rows} == {"specviz", "transformers"}  # transformers is a dev dependency
     assert "Traceback" not in proc.stderr
 
@@ -199,10 +208,11 @@ def test_cli_bench_table_and_out(capsys, tmp_path):
     text = capsys.readouterr().out
     assert text.startswith("suite") and "prompt-lookup" in text and f"wrote {out}" in text
     rows = rows_from_jsonl(out.read_text())
-    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS) + len(TREE_DRAFTERS) + len(LOSSY)
+    assert len(rows) == 2 * len(DRAFTERS) + len(CHAINS) + len(TREE_DRAFTERS) + len(LOSSY) + 2 * len(SHAPED)
     assert all(r["impl"] == "specviz" and r["new_tokens"] == 4 for r in rows)
     assert any(line.split()[2:4] == ["trigram", "block"] for line in text.splitlines())
     assert any(line.split()[2:4] == ["trie", "traversal"] for line in text.splitlines())
+    assert sum(line.split()[:1] == ["sequoia"] for line in text.splitlines()) == 2 * len(SHAPED)
     png = tmp_path / "chart.png"
     assert main(["bench-chart", str(out), str(png)]) == 0 and png.stat().st_size > 0
 

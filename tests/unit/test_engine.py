@@ -67,13 +67,14 @@ def test_greedy_speculative_equals_baseline(target, tiny, greedy, drafter, verif
 
 
 @torch.no_grad()
-@pytest.mark.parametrize("drafter", DRAFTERS)
-def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter):
+@pytest.mark.parametrize(
+    "drafter, shape", [(d, "dynamic") for d in DRAFTERS] + [(d, "sequoia") for d in drafter_names(shaped=True)]
+)
+def test_cache_after_every_round_equals_fresh_prefill(target, tiny, drafter, shape):
     text = (PROMPT + "\n") * 4  # ~240 characters: the run crosses block_size
     prompt = target.tokenizer.encode(text)
-    gen = Generation(
-        target, prompt, Settings(drafter=drafter, k=5, temperature=1.0, max_new_tokens=60, seed=3), tiny.model
-    )
+    settings = Settings(drafter=drafter, k=5, temperature=1.0, max_new_tokens=60, seed=3, tree_shape=shape)
+    gen = Generation(target, prompt, settings, tiny.model)
     while not gen.done:
         record = gen.step()
         kept = gen.tokens[record.window_start : -1]

@@ -200,3 +200,26 @@ def test_typical_acceptance_with_medusa_is_greedy_at_temperature_0(target64):
     run = Generation(target64, prompt, Settings(drafter="medusa", k=4, temperature=0, max_new_tokens=120,
                                                 verification="typical")).run()  # fmt: skip
     assert run.tokens == base.tokens and run.summary()["accepted"] > 0
+
+
+@torch.no_grad()
+def test_sequoia_walk_reads_each_rounds_root_feature(target64):
+    """Medusa's children in Sequoia's walk: at depth d of a round, head d's top tokens from the feature
+    that predicted the round's root (a fresh forward's), whatever was appended since; and the rates the
+    walk measures from them: one row per depth, each a sum of chances of distinct tokens (at most 1)."""
+    from specviz.adaptive import sequoia
+
+    gen = Generation(target64, target64.tokenizer.encode(PROMPT), Settings(drafter="medusa", k=4))
+    drafter, depth = gen.drafter, 3
+    ranked = drafter.walk_children(target64.model, depth)
+    layer = drafter.heads.config.feature_layer
+    seq = target64.tokenizer.encode(PROMPT)
+    for d in (1, 2, 3, 1, 2):  # a round of three levels, then the next round's first two
+        fresh = target64.model.features(torch.tensor([seq]), (layer,))[0, 0, -(d + 1)]  # (C,) the root's predictor
+        want = drafter.heads(fresh, depth).softmax(-1)[d - 1].topk(sequoia.MAX_RANKS).indices.tolist()
+        assert ranked(seq, d) == want, d
+        seq = seq + [want[0] if d < 3 else want[1]]
+    rates = sequoia.measure(target64.model, drafter.walk_children(target64.model, depth), [seq], 0.0, depth,
+                            new_tokens=60)  # fmt: skip
+    assert len(rates.accept) == depth and rates.reached[0] >= rates.reached[1] >= rates.reached[2] > 0
+    assert all(0 <= sum(row) <= 1 + 1e-9 for row in rates.accept)

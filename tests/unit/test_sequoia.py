@@ -1,18 +1,25 @@
 """Sequoia's tree shapes (specviz/adaptive/sequoia.py): the dynamic programme against every tree for
-small budgets, a fixed shape grown from a drafter's ranked children, greedy equality with a
-Sequoia-shaped distilled tree, and its rates kept on disk (exactness on the real target:
-tests/statistical/test_sequoia_real_target.py)."""
+small budgets, a fixed shape grown from a drafter's ranked children, the walk's chances for sampled
+siblings against exact enumeration, greedy equality and the shape used for every drafter with the
+trait ``shaped`` (from the registry), and the rates kept on disk (the KV cache after every round:
+tests/unit/test_engine.py; exactness on the real target: tests/statistical/test_sequoia_real_target.py)."""
 
 import random
 from functools import cache
 
 import pytest
+import torch
 from conftest import GREEDY_TEXT, GREEDY_TOKENS
 
 from specviz.adaptive import sequoia
-from specviz.adaptive.sequoia import Rates, expected_accepted, grow_shape, optimal_tree
+from specviz.adaptive.sequoia import Rates, expected_accepted, grow_shape, optimal_tree, rank_paths
 from specviz.core.engine import Generation
+from specviz.core.sampling import Stream
 from specviz.core.settings import Settings
+from specviz.core.target import room
+from specviz.drafters import drafter_names
+
+SHAPED = drafter_names(shaped=True)
 
 
 def every_tree(budget: int, depth: int, ranks: int) -> list[tuple[tuple[int, ...], ...]]:
@@ -106,15 +113,83 @@ def test_rates_are_measured_once_and_kept(tmp_path):
     assert calls == [1, 1]
 
 
-def test_sequoia_shaped_tree_equals_plain_greedy_decoding(target64, greedy):
+def test_every_static_tree_drafter_is_shaped():
+    """The tree drafters with a static shape take Sequoia's; those grown by design stay dynamic."""
+    assert {"distilled-tree", "medusa", "neural-tree"} <= set(SHAPED) <= set(drafter_names(tree=True))
+
+
+@pytest.mark.parametrize("drafter", SHAPED)
+def test_sequoia_shaped_tree_equals_plain_greedy_and_uses_the_optimal_shape(target64, tiny64, greedy, drafter):
+    """Greedy equality at K = 1, 4, 8, 300 tokens past block_size; every round's tree is Sequoia's shape
+    for the node budget and that round's depth, optimal_tree(rates, budget, K), less only the nodes whose
+    parent had fewer ranked children (and then a subset of it)."""
     prompt = target64.tokenizer.encode(GREEDY_TEXT)
     for k in (1, 4, 8):
-        s = Settings(drafter="distilled-tree", tree_shape="sequoia", k=k, temperature=0,
-                     max_new_tokens=GREEDY_TOKENS)  # fmt: skip
-        run = Generation(target64, prompt, s).run()
-        assert run.tokens == greedy.tokens, f"Sequoia-shaped distilled tree, K={k}, diverged from greedy"
-        assert run.summary()["accepted"] > 0
-        assert all(r.draft_notes["shape"] == "sequoia" for r in run.rounds if r.draft_tokens)
+        s = Settings(drafter=drafter, tree_shape="sequoia", k=k, temperature=0, max_new_tokens=GREEDY_TOKENS)
+        gen = Generation(target64, prompt, s, tiny64.model)
+        run = gen.run()
+        assert run.tokens == greedy.tokens, f"Sequoia-shaped {drafter}, K={k}, diverged from greedy"
+        assert run.summary()["accepted"] > 0 and sum(r.reprefill for r in run.rounds) >= 1
+        rates, budget = gen.drafter.rates, gen.drafter.nodes
+        assert rates is not None and len(rates.accept) <= k
+        drafted = [r for r in run.rounds if r.draft_tokens]
+        whole = 0
+        for r in drafted:
+            assert r.draft_notes["shape"] == "sequoia"
+            limit = min(
+                k, GREEDY_TOKENS - (r.context_len - len(prompt)) - 1, room(r.context_len, target64.config.block_size)
+            )
+            want = set(optimal_tree(rates, budget, min(limit, len(rates.accept))))
+            got = rank_paths(r.draft_parents)
+            assert len(set(got)) == len(got) and set(got) <= want, (drafter, k, r.index)
+            whole += set(got) == want
+        assert whole >= len(drafted) // 2, f"{drafter} K={k}: the full shape in {whole} of {len(drafted)} rounds"
+
+
+def exact_rank_chances(p: list[float], q: list[float], ranks: int) -> list[float]:
+    """Per rank, the chance that the r-th child drawn from q without replacement is the one the verifier
+    keeps: every sequence of draws enumerated, each tried against the residual p left by the rejections
+    before it (p <- norm(max(p - q, 0)), q <- q less the rejected token)."""
+    out = [0.0] * ranks
+
+    def walk(r: int, pr: list[float], qr: list[float], weight: float) -> None:
+        # weight: the chance of the draws so far and of every one of them being rejected
+        if r == ranks:
+            return
+        for x, qx in enumerate(qr):
+            if qx == 0:
+                continue
+            alpha = min(1.0, pr[x] / qx)
+            out[r] += weight * qx * alpha
+            resid = [max(a - b, 0.0) for a, b in zip(pr, qr, strict=True)]
+            total, rest = sum(resid), 1 - qx
+            if total > 0 and rest > 0:
+                walk(r + 1, [a / total for a in resid], [0.0 if i == x else b / rest for i, b in enumerate(qr)],
+                     weight * qx * (1 - alpha))  # fmt: skip
+
+    walk(0, list(p), list(q), 1.0)
+    return out
+
+
+def test_sampled_children_chances_and_tokens_match_enumeration():
+    """The walk's per-rank chances for siblings drawn without replacement average to the exact chances by
+    enumeration, and the token the node emits is a draw from the target's p (the verifier is lossless)."""
+    p = torch.tensor([0.5, 0.25, 0.15, 0.1], dtype=torch.float64)
+    q = torch.tensor([0.1, 0.2, 0.3, 0.4], dtype=torch.float64)
+    want = exact_rank_chances(p.tolist(), q.tolist(), 3)
+    gen, n = Stream().manual_seed(3), 20_000
+    sums, counts, went = [0.0] * 3, [0] * 4, 0
+    for _ in range(n):
+        gains, y, kept = sequoia.sampled_children(p, q, 3, "without-replacement", gen)
+        for r, g in enumerate(gains):
+            sums[r] += g
+        counts[y] += 1
+        went += kept
+    assert [s / n for s in sums] == pytest.approx(want, abs=0.01)
+    assert went / n == pytest.approx(sum(want), abs=0.015)  # a child kept as often as the chances say
+    se = [(float(pi) * (1 - float(pi)) / n) ** 0.5 for pi in p]
+    assert all(abs(c / n - float(pi)) < 4 * e for c, pi, e in zip(counts, p, se, strict=True)), counts
+    assert sum(want) < 1 and want[0] == pytest.approx(float(torch.minimum(p, q).sum()))
 
 
 def test_measured_rates_follow_the_walk(target):
@@ -126,7 +201,7 @@ def test_measured_rates_follow_the_walk(target):
 
     drafter = DistilledTreeDrafter(load_table(target.path))
     prompts = [target.tokenizer.encode("ROMEO:\nBut soft, what light through yonder window breaks?\n")]
-    rates = sequoia.measure(target.model, lambda seq: drafter.table.ranked(drafter.lookup(seq)[0]), prompts, 0.0,
+    rates = sequoia.measure(target.model, lambda seq, d: drafter.table.ranked(drafter.lookup(seq)[0]), prompts, 0.0,
                             depth=3, new_tokens=120)  # fmt: skip
     assert len(rates.accept) == 3 and 0 < sum(rates.reached) <= 120
     assert rates.reached[0] >= rates.reached[1] >= rates.reached[2] > 0

@@ -52,7 +52,11 @@ def build_parser() -> OneLineParser:
                         "at every position")  # fmt: skip
     add_run_args(ex, samples=True)
     ex.add_argument("--samples", type=int, default=2000, help=f"number of speculative runs (1..{MAX_SAMPLES})")
-    ex.add_argument("--first", type=int, choices=(1, 2, 3), default=3, help="first tokens enumerated exactly")
+    ex.add_argument("--first", type=int, choices=(1, 2, 3), default=3,
+                    help="first tokens enumerated exactly (the character model; a real model enumerates all K + 1)")  # fmt: skip
+    ex.add_argument("--min-mass", type=float, default=None,
+                    help="a real model: the least probability of a sequence kept as its own cell in the pruned "
+                    "enumeration (default 5 / samples); the pruned mass is one rest cell")  # fmt: skip
     ex.set_defaults(func=cmd_exactness)
     card = sub.add_parser("model-card", help="regenerate models/README.md from the checkpoints")
     card.add_argument("--out", default="models/README.md")

@@ -13,7 +13,7 @@ from specviz.verifiers import LOSSLESS
 @dataclass
 class BenchRow:
     impl: str  # "specviz" or "transformers"
-    suite: str  # "main" or "vs-transformers" (see specviz/bench/runner.py); "batch" (specviz/bench/batch.py)
+    suite: str  # "main" or "vs-transformers" (specviz/bench/runner.py); "batch" (batch.py); "llm" (llm.py)
     drafter: str  # "none" is the baseline (plain KV-cached decoding, or transformers' greedy generate)
     temperature: float
     k: int  # the draft depth K; with k_auto, the largest K adaptive K may choose
@@ -65,6 +65,8 @@ class BenchRow:
     # target pass carried on average over the whole batch; None on the other suites.
     batch: int | None = None
     rows_per_pass: float | None = None
+    # Suite "llm" (specviz/bench/llm.py): the prompt's name for a row of one prompt; None over the whole set.
+    prompt: str | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -76,7 +78,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
             "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None, "speedup_min": None, "speedup_max": None,
-            "date": None, "batch": None, "rows_per_pass": None}  # fmt: skip
+            "date": None, "batch": None, "rows_per_pass": None, "prompt": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:

@@ -28,6 +28,7 @@ from specviz.cli.training import (
     cmd_train_medusa,
     cmd_train_mtp,
 )
+from specviz.llm.load import DTYPES
 from specviz.teaching.exactness import MAX_SAMPLES
 from specviz.training import distill, train_dflash, train_eagle, train_medusa, train_mtp
 from specviz.verifiers import alternatives
@@ -83,6 +84,11 @@ def build_parser() -> OneLineParser:
     b.add_argument("--batch", help="batch sizes, e.g. 1,2,4,8,16,32,64: time plain decoding and a few drafters "
                    "decoding that many sequences together, instead of the main suite (specviz/bench/batch.py)")  # fmt: skip
     b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
+    b.add_argument("--model", default=None, help="a real model (smollm2, a local transformers folder, a cached hub "
+                   "name): its own suite against transformers' generate instead (specviz/bench/llm.py)")  # fmt: skip
+    b.add_argument("--draft-model", default=None, help="with --model: a draft model sharing its tokenizer, for the "
+                   "neural drafters and transformers' assisted generation")  # fmt: skip
+    b.add_argument("--dtype", choices=tuple(DTYPES), default="float32", help="with --model: the real model's dtype")
     b.set_defaults(func=cmd_bench)
     chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")
     chart.add_argument("rows", help="a file written by bench --out or bench --json")

@@ -27,13 +27,17 @@ from specviz.drafters import BASELINE, drafter_class, drafter_names
 from specviz.kernels import native
 from specviz.verifiers import LOSSLESS
 
-PROMPTS = {  # name -> text; "quote" is the repetitive, quoting one (prompt lookup's case)
+PROMPTS = {  # name -> text; "repeat" and "quote" repeat or quote their own text (prompt lookup's case)
+    "repeat": (
+        "The quick brown fox jumps over the lazy dog, and the dog sleeps on under the old oak tree by the river.\n"
+    )
+    * 2
+    + "The quick brown fox",
     "quote": "Repeat the poem exactly.\nPoem: To be, or not to be, that is the question:\nWhether 'tis nobler in the "
     "mind to suffer\nThe slings and arrows of outrageous fortune,\nOr to take arms against a sea of troubles\n"
     "Repeat: To be, or not to be, that is the question:\n",
     "code": "def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\ndef fib_memo(n, memo={}):\n",
     "list": "A list of fruits:\n1. apple\n2. banana\n3. cherry\n4.",
-    "story": "Once upon a time, in a small village,",
 }
 SIZES = (1, 2, 5, 9, 17)  # rows of one verify pass, for v(N)
 

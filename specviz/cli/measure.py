@@ -120,7 +120,7 @@ def cmd_bench_llm(args) -> None:
                                      transformers=not args.no_transformers and transformers_available(),
                                      progress=progress)  # fmt: skip
     char = load_checkpoint("target")
-    table = llm_table(rows, extras, verify_costs(char.target_model(), char.config.vocab_size))
+    table = llm_table(rows, extras, verify_costs(char.target_model(), char.config.vocab_size, repeats=25))
     if not write_rows(args, rows):
         print(table, end="")
     else:

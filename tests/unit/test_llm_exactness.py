@@ -26,8 +26,9 @@ def sequence_prob(ck, prompt: list[int], seq: tuple[int, ...]) -> float:
     return math.prod(float(p[len(prompt) - 1 + j, x]) for j, x in enumerate(seq))
 
 
-def test_without_pruning_the_enumeration_is_the_full_joint():
-    ck = checkpoint("llama")  # float64
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_without_pruning_the_enumeration_is_the_full_joint(kind):
+    ck = checkpoint(kind)  # float64
     prompt = ck.tokenizer.encode(PROMPT)
     V = ck.config.vocab_size
     pr = pruned_distribution(reference(ck, prompt, 1.0), V, 2, 0.0, V * V)

@@ -20,8 +20,9 @@ def peer_drafters(k: int) -> tuple[str, ...]:
     return tuple(d for d in drafter_names() if drafter_class(d).peer(k) is not None)
 
 
-def hf_run(hf, prompt, drafter, k, n, calls) -> Run:
-    kwargs = drafter_class(drafter).peer(k)
+def hf_run(hf, prompt, drafter, k, n, calls, kwargs: dict | None = None) -> Run:
+    """transformers' generate for ``drafter`` (its Drafter.peer arguments, or ``kwargs``), timed."""
+    kwargs = drafter_class(drafter).peer(k) if kwargs is None else kwargs
     ids = torch.tensor([prompt])
     before = calls[0]
     quiet_heap()

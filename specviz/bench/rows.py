@@ -13,8 +13,9 @@ from specviz.verifiers import LOSSLESS
 @dataclass
 class BenchRow:
     impl: str  # "specviz" or "transformers"
-    # "main" or "vs-transformers" (see specviz/bench/runner.py); "batch" (specviz/bench/batch.py); a fixed tree
-    # shape's name, "sequoia": a shaped drafter with that shape, timed among the main suite's runs
+    # "main" or "vs-transformers" (see specviz/bench/runner.py); "batch" (specviz/bench/batch.py); "llm" (a real
+    # model, specviz/bench/llm.py); a fixed tree shape's name, "sequoia": a shaped drafter with that shape,
+    # timed among the main suite's runs
     suite: str
     drafter: str  # "none" is the baseline (plain KV-cached decoding, or transformers' greedy generate)
     temperature: float
@@ -67,6 +68,8 @@ class BenchRow:
     # target pass carried on average over the whole batch; None on the other suites.
     batch: int | None = None
     rows_per_pass: float | None = None
+    # Suite "llm" (specviz/bench/llm.py): the prompt's name for a row of one prompt; None over the whole set.
+    prompt: str | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -78,7 +81,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
             "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None, "speedup_min": None, "speedup_max": None,
-            "date": None, "batch": None, "rows_per_pass": None}  # fmt: skip
+            "date": None, "batch": None, "rows_per_pass": None, "prompt": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:

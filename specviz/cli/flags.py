@@ -110,30 +110,43 @@ def prepare_llm(args, settings: Settings):
     tokenizers checked, then the weights loaded. LLMError and the drafter's refusals become CLIError."""
     drafter = drafter_class(settings.drafter)
     dtype = DTYPES[args.dtype]
-    try:
-        src = llm.inspect(args.model, dtype)
-        tokenizer = llm.load_tokenizer(src)
+
+    def checks(src) -> None:
         checked(check_tokens, drafter, llm.LLMCheckpoint)
         checked(drafter.check, settings, src.config)
-        draft = None
-        if "draft_model" in drafter.needs:
-            if not args.draft_model:
-                raise CLIError(f"the {settings.drafter} drafter on a real model needs --draft-model")
-            draft = llm.inspect(args.draft_model, dtype)
-            draft_tokenizer = llm.load_tokenizer(draft)
-            if not draft_tokenizer.same_as(tokenizer):
-                raise CLIError(f"the draft model {cut(args.draft_model)} has another tokenizer than {cut(args.model)}: "
-                               "it cannot draft for it")  # fmt: skip
-        llm.device_of(args.device)
-        target = llm.load(src, dtype, args.device, tokenizer)
-        draft_model = llm.load(draft, dtype, args.device, draft_tokenizer).model if draft else None
-    except llm.LLMError as e:
-        raise CLIError(str(e)) from None
-    prompt = tokenizer.encode(args.prompt)
+        if "draft_model" in drafter.needs and not args.draft_model:
+            raise CLIError(f"the {settings.drafter} drafter on a real model needs --draft-model")
+
+    wanted = args.draft_model if "draft_model" in drafter.needs else None
+    target, draft_model = load_llm(args.model, wanted, dtype, args.device, checks)
+    prompt = target.tokenizer.encode(args.prompt)
     if not prompt:
         raise CLIError("the prompt encodes to no tokens")
     checked(drafter.load, settings, target)  # a token n-gram table: counted here (or read from .cache/)
     return target, prompt, settings, draft_model
+
+
+def load_llm(model: str, draft_model: str | None, dtype, device: str = "cpu", checks=None):
+    """A real model and its draft model (None: none): their files and tokenizers checked (the draft must share
+    the target's tokenizer), ``checks(source)`` run, then the weights loaded. LLMError becomes CLIError.
+    -> (LLMCheckpoint, the draft's transformers model or None)"""
+    try:
+        src = llm.inspect(model, dtype)
+        tokenizer = llm.load_tokenizer(src)
+        if checks:
+            checks(src)
+        draft = None
+        if draft_model:
+            draft = llm.inspect(draft_model, dtype)
+            draft_tokenizer = llm.load_tokenizer(draft)
+            if not draft_tokenizer.same_as(tokenizer):
+                raise CLIError(f"the draft model {cut(draft_model)} has another tokenizer than {cut(model)}: "
+                               "it cannot draft for it")  # fmt: skip
+        llm.device_of(device)
+        target = llm.load(src, dtype, device, tokenizer)
+        return target, llm.load(draft, dtype, device, draft_tokenizer).model if draft else None
+    except llm.LLMError as e:
+        raise CLIError(str(e)) from None
 
 
 COSTS_HELP = ("what adaptive K takes a verify pass to cost: this machine's (measured once per CPU, ~3 s, and "

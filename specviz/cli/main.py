@@ -29,6 +29,7 @@ from specviz.cli.training import (
     cmd_train_medusa,
     cmd_train_mtp,
 )
+from specviz.llm.load import DTYPES
 from specviz.teaching.exactness import MAX_SAMPLES
 from specviz.training import distill, train_dflash, train_eagle, train_medusa, train_mtp
 from specviz.verifiers import alternatives
@@ -53,7 +54,11 @@ def build_parser() -> OneLineParser:
                         "at every position")  # fmt: skip
     add_run_args(ex, samples=True)
     ex.add_argument("--samples", type=int, default=2000, help=f"number of speculative runs (1..{MAX_SAMPLES})")
-    ex.add_argument("--first", type=int, choices=(1, 2, 3), default=3, help="first tokens enumerated exactly")
+    ex.add_argument("--first", type=int, choices=(1, 2, 3), default=3,
+                    help="first tokens enumerated exactly (the character model; a real model enumerates all K + 1)")  # fmt: skip
+    ex.add_argument("--min-mass", type=float, default=None,
+                    help="a real model: the least probability of a sequence kept as its own cell in the pruned "
+                    "enumeration (default 5 / samples); the pruned mass is one rest cell")  # fmt: skip
     ex.set_defaults(func=cmd_exactness)
     card = sub.add_parser("model-card", help="regenerate models/README.md from the checkpoints")
     card.add_argument("--out", default="models/README.md")
@@ -83,6 +88,11 @@ def build_parser() -> OneLineParser:
     b.add_argument("--batch", help="batch sizes, e.g. 1,2,4,8,16,32,64: time plain decoding and a few drafters "
                    "decoding that many sequences together, instead of the main suite (specviz/bench/batch.py)")  # fmt: skip
     b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
+    b.add_argument("--model", default=None, help="a real model (smollm2, a local transformers folder, a cached hub "
+                   "name): its own suite against transformers' generate instead (specviz/bench/llm.py)")  # fmt: skip
+    b.add_argument("--draft-model", default=None, help="with --model: a draft model sharing its tokenizer, for the "
+                   "neural drafters and transformers' assisted generation")  # fmt: skip
+    b.add_argument("--dtype", choices=tuple(DTYPES), default="float32", help="with --model: the real model's dtype")
     b.set_defaults(func=cmd_bench)
     chart = sub.add_parser("bench-chart", help="draw benchmark rows (JSON lines) as a PNG (needs matplotlib)")
     chart.add_argument("rows", help="a file written by bench --out or bench --json")

@@ -69,6 +69,8 @@ def cmd_bench(args) -> None:
 
     if args.batch is not None:
         return cmd_bench_batch(args)
+    if args.model is not None:
+        return cmd_bench_llm(args)
     quick = bench.QUICK if args.quick else bench.FULL
     prompts = [preset(name) for name in quick["prompts"]] if "prompts" in quick else list(PRESETS)
     max_new_tokens = quick["max_new_tokens"] if args.max_new_tokens is None else args.max_new_tokens
@@ -90,6 +92,42 @@ def cmd_bench(args) -> None:
     print(NOTES if hf else NOTES_NO_HF)
     if args.out:
         print(f"wrote {args.out}")
+
+
+def cmd_bench_llm(args) -> None:
+    """bench --model: the real-model suite (specviz/bench/llm.py), then the verify-cost curves v(N) of the model
+    and of the character model. With --json the rows go to stdout and the rest to stderr."""
+    from specviz.bench.llm import drafters_for, llm_table, run_llm_bench, verify_costs
+    from specviz.bench.peer import transformers_available
+    from specviz.cli.flags import load_llm
+    from specviz.llm.load import DTYPES, is_llm
+
+    if not is_llm(args.model):
+        raise CLIError(f"bench --model takes a real model (smollm2, a transformers folder, a cached hub name), got "
+                       f"{args.model[:60]!r}; the character model's bench runs without --model")  # fmt: skip
+    max_new_tokens = 32 if args.max_new_tokens is None else args.max_new_tokens
+    repeats = 3 if args.repeats is None else args.repeats
+    drafters = bench_checks(args, max_new_tokens, repeats)
+    for d in drafters or []:
+        if not drafter_class(d).bpe:
+            raise CLIError(f"the {d} drafter runs on the character model only")
+        if "draft_model" in drafter_class(d).needs and not args.draft_model:
+            raise CLIError(f"the {d} drafter on a real model needs --draft-model")
+    torch.set_num_threads(args.threads or 1)
+    target, draft = load_llm(args.model, args.draft_model, DTYPES[args.dtype])
+    with progress_bar("llm bench", "run") as progress:
+        rows, extras = run_llm_bench(target, drafters=drafters or drafters_for(draft), k=args.k,
+                                     max_new_tokens=max_new_tokens, repeats=repeats, seed=args.seed, draft_model=draft,
+                                     transformers=not args.no_transformers and transformers_available(),
+                                     progress=progress)  # fmt: skip
+    char = load_checkpoint("target")
+    table = llm_table(rows, extras, verify_costs(char.target_model(), char.config.vocab_size, repeats=25))
+    if not write_rows(args, rows):
+        print(table, end="")
+    else:
+        print(table, end="", file=sys.stderr)
+    if args.out:
+        print(f"wrote {args.out}", file=sys.stderr if args.json else sys.stdout)
 
 
 def batch_sizes(text: str) -> tuple[int, ...]:

@@ -14,7 +14,6 @@ from specviz.cli.errors import CLIError, checked
 from specviz.cli.flags import cost_curve, prepare
 from specviz.core.engine import Generation
 from specviz.core.outputs import writable_file
-from specviz.llm.load import is_llm
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, run_exactness, verdict
 
 
@@ -127,22 +126,25 @@ def cmd_replay(args) -> None:
 def cmd_exactness(args) -> None:
     if not 1 <= args.samples <= MAX_SAMPLES:
         raise CLIError(f"--samples must be between 1 and {MAX_SAMPLES}, got {args.samples}")
-    if is_llm(args.model):  # before any weight loads
-        raise CLIError("the exactness lab runs on the character model only so far (tests/unit/test_llm_target.py "
-                       "checks real models' output distributions by enumeration)")  # fmt: skip
+    if args.min_mass is not None and not 0 <= args.min_mass < 1:
+        raise CLIError(f"--min-mass must be at least 0 and below 1, got {args.min_mass}")
     k = AUTO_K_MAX if args.k == "auto" else args.k
     target, prompt, settings, draft_model = prepare(args, max(1, k + 1))  # runs of K + 1 tokens
-    B = target.config.block_size
+    B, unit = target.config.block_size, "tokens" if target.bpe else "characters"
     if len(prompt) + settings.k > B:  # before any sampling
         raise CLIError(f"the prompt and the {settings.k + 1} generated tokens must fit in one window of {B}: "
-                       f"use at most {B - settings.k} characters of prompt")  # fmt: skip
+                       f"use at most {B - settings.k} {unit} of prompt")  # fmt: skip
     with tqdm(total=args.samples, desc="sampling", unit="run", disable=None) as bar:
         res = checked(lambda: run_exactness(target, prompt, settings, args.samples, draft_model, n_tokens=args.first,
-                                            progress=lambda n: bar.update(n - bar.n)))  # fmt: skip
+                                            progress=lambda n: bar.update(n - bar.n), min_mass=args.min_mass))  # fmt: skip
     kind, sentence = verdict(res, ALPHA)
     pieces = target.tokenizer.pieces
     e, o = res.expected.flatten(), res.observed.flatten()
-    rows = [{"tokens": "".join(pieces[t] for t in torch.unravel_index(torch.tensor(i), res.expected.shape)),
+    if res.cells is None:
+        cells = lambda i: torch.unravel_index(torch.tensor(i), res.expected.shape)  # noqa: E731
+    else:  # pruned: the last cell is the rest
+        cells = lambda i: res.cells[i] if i < len(res.cells) else None  # noqa: E731
+    rows = [{"tokens": "".join(pieces[t] for t in cells(i)) if cells(i) is not None else None,
              "expected": float(e[i]), "observed": int(o[i]) / res.samples}
             for i in e.argsort(descending=True)[:10].tolist()]  # fmt: skip
     test = lambda t: {"statistic": t.statistic, "dof": t.dof, "p_value": t.p_value}  # noqa: E731
@@ -150,7 +152,9 @@ def cmd_exactness(args) -> None:
               "k": settings.k, "samples": res.samples, "new_tokens": res.new_tokens, "draft_positions": res.draft_depths,
               "verdict": kind, "sentence": sentence, "p_value": res.p_value, "impossible": res.impossible,
               "every_position": test(res.joint), "positions": [test(t) for t in res.positions],
-              "first_tokens": res.expected.dim(), "first": test(res.first), "tv_distance": res.tv_distance,
+              "first_tokens": res.new_tokens if res.cells is not None else res.expected.dim(),
+              "pruned": res.cells is not None, "rest": float(res.expected[-1]) if res.cells is not None else None,
+              "first": test(res.first), "tv_distance": res.tv_distance,
               "top": rows}  # fmt: skip
     if args.json:
         print(json.dumps(result))
@@ -162,7 +166,8 @@ def cmd_exactness(args) -> None:
         print(f"  position {j}: " + ("too few runs alone (pooled)" if t.p_value is None
                                      else f"chi-square {t.statistic:.1f} on {t.dof} dof, p {t.p_value:.3g}"))  # fmt: skip
     f = res.first
-    print(f"first {res.expected.dim()} tokens exactly: " + ("not enough samples" if f.p_value is None else
+    print(f"{res.enumerated}: " + ("not enough samples" if f.p_value is None else
           f"chi-square {f.statistic:.1f} on {f.dof} dof, p {f.p_value:.3g}") + f", TV {res.tv_distance:.4f}")  # fmt: skip
     for r in rows:
-        print(f"  {r['tokens']!r:8} expected {r['expected']:.4f}  observed {r['observed']:.4f}")
+        label = "(the rest)" if r["tokens"] is None else repr(r["tokens"])
+        print(f"  {label:8} expected {r['expected']:.4f}  observed {r['observed']:.4f}")

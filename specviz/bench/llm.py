@@ -21,7 +21,7 @@ import time
 import torch
 
 from specviz.bench.peer import hf_run
-from specviz.bench.runner import _rows
+from specviz.bench.runner import DYNAMIC, _rows
 from specviz.bench.timing import specviz_run
 from specviz.drafters import BASELINE, drafter_class, drafter_names
 from specviz.kernels import native
@@ -126,7 +126,7 @@ def run_llm_bench(ck, prompts: dict[str, str] | None = None, drafters: list[str]
             for j, (name, prompt) in enumerate(ids.items()):
                 for impl, d in order.sample(jobs, len(jobs)):
                     if impl == "specviz":
-                        config = (d, k, False, LOSSLESS)
+                        config = (d, k, False, LOSSLESS, DYNAMIC)
                         run = specviz_run(ck, draft, prompt, config, 0.0, max_new_tokens, seed + j)
                     else:
                         run = hf_run(ck.model, prompt, d, k, max_new_tokens, calls, peer_kwargs(d, k, draft_model))
@@ -139,11 +139,11 @@ def run_llm_bench(ck, prompts: dict[str, str] | None = None, drafters: list[str]
     rows = []
     for scope in [*ids, None]:  # each prompt, then the whole set
         names = list(ids) if scope is None else [scope]
-        table = {(impl, (d, k, False, LOSSLESS), 0.0): [[runs[(n, impl, d)][r] for n in names] for r in range(repeats)]
+        table = {(impl, (d, k, False, LOSSLESS, DYNAMIC), 0.0): [[runs[(n, impl, d)][r] for n in names] for r in range(repeats)]
                  for impl, d in jobs}  # fmt: skip
         for impl in dict.fromkeys(impl for impl, _ in jobs):
             version = _version(impl)
-            for row in _rows(table, impl, "llm", ("specviz", (BASELINE, k, False, LOSSLESS)), version,
+            for row in _rows(table, impl, "llm", ("specviz", (BASELINE, k, False, LOSSLESS, DYNAMIC)), version,
                              prompts=len(names), repeats=repeats, new_tokens=max_new_tokens):  # fmt: skip
                 rows.append(row | {"prompt": scope})
     extras = {"departures": {}, "verify_costs": verify_costs(ck.target_model(), ck.config.vocab_size)}

@@ -10,11 +10,13 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name, kept_curve, measure
+from specviz.bench.rows import rows_from_jsonl
 from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.kernels import native
 
 FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
+BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"  # the stored bench run the atlas shows
 
 
 def page_setup() -> None:
@@ -70,6 +72,15 @@ def costs_for(settings: Settings) -> CostCurve:
     """The cost curve a run with these settings prices drafts with: this machine's under adaptive K
     (from the disk cache, or measured on first use), else the reference (nothing reads it)."""
     return machine_costs() if settings.k_auto else REFERENCE
+
+
+@st.cache_data(show_spinner=False)
+def stored_bench() -> list[dict]:
+    """The stored bench run's rows (docs/bench.jsonl; [] where it is missing or unreadable: the atlas says why)."""
+    try:
+        return rows_from_jsonl(BENCH.read_text())
+    except (OSError, ValueError):
+        return []
 
 
 def models_or_stop():

@@ -11,15 +11,16 @@ from collections import OrderedDict
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
-from specviz.adaptive.costs import kept
+from specviz.adaptive.costs import cpu_name, kept
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.core.engine import Generation
 from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.drafters import BASELINE, drafter_names
 from specviz.kernels import native
+from specviz.teaching.agreement import bench_figure, race_figure, sentence
 from specviz.teaching.race import race, race_html, spread_sentence
-from ui.common import costs_for, kept_costs, models_or_stop, page_setup
+from ui.common import costs_for, kept_costs, models_or_stop, page_setup, stored_bench
 
 RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 TIMING_NOTE = ("Timing the race on this machine: plain and speculative decoding, 3 runs of each, interleaved. "
@@ -83,11 +84,21 @@ def race_controls() -> tuple[Settings, int]:
     return settings, st.session_state.get("race_nonce", 0)
 
 
-def draw_race(slot, plain, spec) -> None:
+def against_atlas(settings: Settings, plain, spec) -> str:
+    """The race against the atlas's stored run of the same configuration (drafter, temperature, adaptive K):
+    whether they agree within the spreads both state, and if not, why not ('' where the run has no such row)."""
+    text = f"the race's prompt × {settings.max_new_tokens} characters"
+    stored = bench_figure(stored_bench(), settings.drafter, settings.temperature, settings.k, settings.k_auto,
+                          "the atlas's stored run")  # fmt: skip
+    here = race_figure(plain, spec, cpu_name(), text)
+    return "" if stored is None or here is None else sentence(here, stored)
+
+
+def draw_race(slot, settings: Settings, plain, spec) -> None:
     with slot.container():
         # Trusted HTML: built by specviz.teaching.race, with every character of text set through textContent.
         st.iframe(race_html(RACE_PROMPT, plain, spec), height=360)
-        st.caption(f"{RACE_CAPTION} {spread_sentence(plain, spec)}")
+        st.caption(f"{RACE_CAPTION} {spread_sentence(plain, spec)} {md(against_atlas(settings, plain, spec))}")
 
 
 def start_here() -> None:
@@ -161,7 +172,7 @@ def render() -> None:
     slot = st.empty()
     key = (race_settings, nonce)
     if (lanes := races().get(key)) is not None:  # timed already in this server: the lanes at once
-        draw_race(slot, *lanes)
+        draw_race(slot, race_settings, *lanes)
     else:  # timed last, after the page is drawn; meanwhile its place says so
         waiting = slot.container()
         note = waiting.empty()
@@ -178,4 +189,4 @@ def render() -> None:
         kept_costs()
         note.info(TIMING_NOTE)
         lanes = races().time(key, target, tiny)
-        draw_race(slot, *lanes)
+        draw_race(slot, race_settings, *lanes)

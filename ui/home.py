@@ -106,7 +106,8 @@ def start_here() -> None:
     st.markdown(
         "1. **Guided lesson**: one real round in eleven short steps.\n"
         "2. **Step through**: round after round, every number on screen.\n"
-        "3. **Acceptance math**: why accept with min(1, p/q) and draw from the residual.\n"
+        "3. **Acceptance math**: why accept a draft with min(1, p/q), where p is the target's probability and q "
+        "is the drafter's probability, and draw from the residual.\n"
         "4. **Trie and tree attention**: drafting a tree and checking it in one pass.\n"
         "5. **NASD storage**: a drafter that learns from the text as it goes.\n"
         "6. **Drafter shoot-out**: every drafter timed against plain decoding.\n"

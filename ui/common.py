@@ -1,7 +1,6 @@
 """What every page shares: the page setup and the checkpoints, loaded once per server process
 and never mutated."""
 
-import functools
 from pathlib import Path
 
 import streamlit as st
@@ -39,17 +38,10 @@ def page_setup() -> None:
     native.prepare_in_background()  # the first start on a machine builds them while the page draws
 
 
-@functools.cache
-def checkpoints():
-    """(target, tiny) checkpoints, once per process (also from the server's warm-up, ui/startup.py,
-    where no script runs: st.cache_resource would warn there). Read-only; a failed load is not kept."""
-    return load_checkpoint("target"), load_checkpoint("tiny")
-
-
 @st.cache_resource(show_spinner="Loading the models...")
 def load_models():
     """(target, tiny) checkpoints. Shared by every session: read-only."""
-    return checkpoints()
+    return load_checkpoint("target"), load_checkpoint("tiny")
 
 
 @st.cache_resource(show_spinner=False)

@@ -18,8 +18,10 @@ FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
 BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"  # the stored bench run the atlas shows
 
 
-def page_setup() -> None:
-    """Call first in every page.
+def page_setup(kernels: bool = True) -> None:
+    """Call first in every page. ``kernels``: start loading (or, on a machine's first start, building) the
+    kernels now, in the background; Home and Step through pass False and call ``native.prepare_in_background``
+    once they are drawn, so that a first start's compilers do not take the CPU the first page draws with.
 
     Streamlit treats a folder named pages/ beside the entry script as its legacy multipage
     layout until the router has run once in the server process: a shared link that opens a page
@@ -35,7 +37,8 @@ def page_setup() -> None:
     # A local favicon: without one, Streamlit fetches the page's material icon from fonts.gstatic.com,
     # and the app makes no network calls.
     st.set_page_config(layout="wide", page_icon=FAVICON)
-    native.prepare_in_background()  # the first start on a machine builds them while the page draws
+    if kernels:
+        native.prepare_in_background()  # the first start on a machine builds them while the page draws
 
 
 @st.cache_resource(show_spinner="Loading the models...")

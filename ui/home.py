@@ -160,7 +160,7 @@ def sample_section(target) -> None:
 
 
 def render() -> None:
-    page_setup()
+    page_setup(kernels=False)  # built or loaded once the page is drawn (below)
     st.title("specviz")
     st.markdown(
         "A language model writes one character per forward pass, and each pass costs about the same whether it "
@@ -182,8 +182,9 @@ def render() -> None:
     start_here()
     models_table(target, tiny)
     sample_section(target)
+    native.prepare_in_background()  # drawn: now the kernels, which the race's passes use
     if lanes is None:
-        # A machine's first start (or new code for a pass): the kernels built (page_setup began it) and
+        # A machine's first start (or new code for a pass): the kernels built (begun just above) and
         # the cost curve measured, here where the note says so, not under a spinner of their own.
         if not native.ready() or kept(target) is None:
             note.info(FIRST_START_NOTE)

@@ -95,3 +95,19 @@ def test_home_race_against_a_disagreeing_stored_run(monkeypatch):
     text = _race_caption(at)
     assert "9.00× (8.90–9.10× over its 3 runs)" in text and "agree within" not in text, text
     assert "differ by more than their spread" in text, text
+
+
+def test_home_and_step_draw_before_the_kernels_start(monkeypatch):
+    """On a machine's first start the kernels' build takes the CPU: Home and Step through are drawn before it
+    starts. Stopped where the build would start, each page has already drawn what makes it usable."""
+    from conftest import open_page
+
+    from specviz.kernels import native
+
+    monkeypatch.setattr(native, "prepare_in_background", lambda: st.stop())
+    ui.home.races.clear()
+    home = app_test().run()
+    assert not home.exception
+    assert [b.label for b in home.button if b.label in ("Measure again", "Generate")] == ["Measure again", "Generate"]
+    step = open_page("pages/step.py")
+    assert not step.exception and step.button(key="nav_next").label == "Next"

@@ -58,7 +58,8 @@ def render() -> None:
     table(charts.figures_frame(by_method, T), charts.FIGURE_HELP | {"open": charts.OPEN_HELP}, view)
     st.caption("α: acceptance rate, accepted / drafted characters checked. τ: tokens per target forward pass, the "
                "speedup if drafting and verifying were free. Speedup: plain decoding's time over the method's. c: the "
-               "draft cost, one drafted token's time in target forward passes.")  # fmt: skip
+               "draft cost, one drafted token's time in target forward passes. MB: megabytes of memory the method "
+               "adds.")  # fmt: skip
     st.markdown("**Where each draft comes from**")
     view = {h: {"width": charts.SOURCE_WIDTHS[h]} for h in charts.SOURCES}
     table(charts.sources_frame(by_method), charts.SOURCE_HELP, view, row_height=charts.SOURCES_ROW_HEIGHT)

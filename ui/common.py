@@ -9,15 +9,19 @@ from streamlit.runtime.pages_manager import PagesManager
 
 from models.checkpoint import CheckpointError, load_checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name, kept_curve, measure
+from specviz.bench.rows import rows_from_jsonl
 from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.kernels import native
 
 FAVICON = str(Path(__file__).resolve().parents[1] / "assets" / "favicon.png")
+BENCH = Path(__file__).resolve().parents[1] / "docs" / "bench.jsonl"  # the stored bench run the atlas shows
 
 
-def page_setup() -> None:
-    """Call first in every page.
+def page_setup(kernels: bool = True) -> None:
+    """Call first in every page. ``kernels``: start loading (or, on a machine's first start, building) the
+    kernels now, in the background; Home and Step through pass False and call ``native.prepare_in_background``
+    once they are drawn, so that a first start's compilers do not take the CPU the first page draws with.
 
     Streamlit treats a folder named pages/ beside the entry script as its legacy multipage
     layout until the router has run once in the server process: a shared link that opens a page
@@ -33,7 +37,8 @@ def page_setup() -> None:
     # A local favicon: without one, Streamlit fetches the page's material icon from fonts.gstatic.com,
     # and the app makes no network calls.
     st.set_page_config(layout="wide", page_icon=FAVICON)
-    native.prepare_in_background()  # the first start on a machine builds them while the page draws
+    if kernels:
+        native.prepare_in_background()  # the first start on a machine builds them while the page draws
 
 
 @st.cache_resource(show_spinner="Loading the models...")
@@ -62,6 +67,15 @@ def costs_for(settings: Settings) -> CostCurve:
     """The cost curve a run with these settings prices drafts with: this machine's under adaptive K
     (from the disk cache, or measured on first use), else the reference (nothing reads it)."""
     return machine_costs() if settings.k_auto else REFERENCE
+
+
+@st.cache_data(show_spinner=False)
+def stored_bench() -> list[dict]:
+    """The stored bench run's rows (docs/bench.jsonl; [] where it is missing or unreadable: the atlas says why)."""
+    try:
+        return rows_from_jsonl(BENCH.read_text())
+    except (OSError, ValueError):
+        return []
 
 
 def models_or_stop():

@@ -19,7 +19,7 @@ from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sent
 from specviz.teaching.presets import preset
 from specviz.verifiers import LOSSLESS, VERIFIERS
 from ui.common import models_or_stop, page_setup, question
-from ui.controls import FREE_TEXT, valid_spec
+from ui.controls import FREE_TEXT, previous_run_note, valid_spec
 from ui.widgets import chart
 
 KEEP = 8  # results kept per browser session
@@ -160,5 +160,6 @@ def render() -> None:
         else:
             st.info("Press **Run** to sample: first the exact distribution (one batched target pass over every "
                     "prefix), then the generations, with the time left on the progress bar.")  # fmt: skip
-    elif st.session_state.get("ex_last") in results:
+    elif st.session_state.get("ex_last") in results:  # a rejected prompt: the last results stay, said to be so
+        previous_run_note(st.session_state.get("ctl_prompt", ""), st.session_state.ex_last[1], "The results shown")
         show(results[st.session_state.ex_last], target.tokenizer.pieces)

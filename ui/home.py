@@ -11,15 +11,16 @@ from collections import OrderedDict
 import streamlit as st
 
 from models.tokenizer import UnknownCharactersError
-from specviz.adaptive.costs import kept
+from specviz.adaptive.costs import cpu_name, kept
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.core.engine import Generation
 from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.drafters import BASELINE, drafter_names
 from specviz.kernels import native
+from specviz.teaching.agreement import bench_figure, race_figure, sentence
 from specviz.teaching.race import race, race_html, spread_sentence
-from ui.common import costs_for, kept_costs, models_or_stop, page_setup
+from ui.common import costs_for, kept_costs, models_or_stop, page_setup, stored_bench
 
 RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 TIMING_NOTE = ("Timing the race on this machine: plain and speculative decoding, 3 runs of each, interleaved. "
@@ -83,11 +84,21 @@ def race_controls() -> tuple[Settings, int]:
     return settings, st.session_state.get("race_nonce", 0)
 
 
-def draw_race(slot, plain, spec) -> None:
+def against_atlas(settings: Settings, plain, spec) -> str:
+    """The race against the atlas's stored run of the same configuration (drafter, temperature, adaptive K):
+    whether they agree within the spreads both state, and if not, why not ('' where the run has no such row)."""
+    text = f"the race's prompt × {settings.max_new_tokens} characters"
+    stored = bench_figure(stored_bench(), settings.drafter, settings.temperature, settings.k, settings.k_auto,
+                          "the atlas's stored run")  # fmt: skip
+    here = race_figure(plain, spec, cpu_name(), text)
+    return "" if stored is None or here is None else sentence(here, stored)
+
+
+def draw_race(slot, settings: Settings, plain, spec) -> None:
     with slot.container():
         # Trusted HTML: built by specviz.teaching.race, with every character of text set through textContent.
         st.iframe(race_html(RACE_PROMPT, plain, spec), height=360)
-        st.caption(f"{RACE_CAPTION} {spread_sentence(plain, spec)}")
+        st.caption(f"{RACE_CAPTION} {spread_sentence(plain, spec)} {md(against_atlas(settings, plain, spec))}")
 
 
 def start_here() -> None:
@@ -95,7 +106,8 @@ def start_here() -> None:
     st.markdown(
         "1. **Guided lesson**: one real round in eleven short steps.\n"
         "2. **Step through**: round after round, every number on screen.\n"
-        "3. **Acceptance math**: why accept with min(1, p/q) and draw from the residual.\n"
+        "3. **Acceptance math**: why accept a draft with min(1, p/q), where p is the target's probability and q "
+        "is the drafter's probability, and draw from the residual.\n"
         "4. **Trie and tree attention**: drafting a tree and checking it in one pass.\n"
         "5. **NASD storage**: a drafter that learns from the text as it goes.\n"
         "6. **Drafter shoot-out**: every drafter timed against plain decoding.\n"
@@ -148,7 +160,7 @@ def sample_section(target) -> None:
 
 
 def render() -> None:
-    page_setup()
+    page_setup(kernels=False)  # built or loaded once the page is drawn (below)
     st.title("specviz")
     st.markdown(
         "A language model writes one character per forward pass, and each pass costs about the same whether it "
@@ -161,7 +173,7 @@ def render() -> None:
     slot = st.empty()
     key = (race_settings, nonce)
     if (lanes := races().get(key)) is not None:  # timed already in this server: the lanes at once
-        draw_race(slot, *lanes)
+        draw_race(slot, race_settings, *lanes)
     else:  # timed last, after the page is drawn; meanwhile its place says so
         waiting = slot.container()
         note = waiting.empty()
@@ -170,12 +182,13 @@ def render() -> None:
     start_here()
     models_table(target, tiny)
     sample_section(target)
+    native.prepare_in_background()  # drawn: now the kernels, which the race's passes use
     if lanes is None:
-        # A machine's first start (or new code for a pass): the kernels built (page_setup began it) and
+        # A machine's first start (or new code for a pass): the kernels built (begun just above) and
         # the cost curve measured, here where the note says so, not under a spinner of their own.
         if not native.ready() or kept(target) is None:
             note.info(FIRST_START_NOTE)
         kept_costs()
         note.info(TIMING_NOTE)
         lanes = races().time(key, target, tiny)
-        draw_race(slot, *lanes)
+        draw_race(slot, race_settings, *lanes)

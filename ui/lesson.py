@@ -5,16 +5,18 @@ verdict before seeing it. The steps' texts live in specviz.teaching.lesson; this
 import streamlit as st
 
 from specviz import charts
+from specviz.adaptive.costs import cpu_name
 from specviz.charts import lesson as lesson_charts
 from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW
 from specviz.core.engine import Generation
 from specviz.core.markup import md
 from specviz.core.settings import Settings
 from specviz.teaching import lesson
+from specviz.teaching.agreement import bench_figure, sentence, timing_figure
 from specviz.teaching.presets import preset
 from specviz.teaching.stats import acceptance_by_position
 from specviz.teaching.text_view import text_html
-from ui.common import costs_for, models_or_stop, page_setup, question
+from ui.common import costs_for, models_or_stop, page_setup, question, stored_bench
 from ui.controls import valid_spec
 from ui.widgets import chart, table
 
@@ -83,9 +85,13 @@ def check(step: lesson.Step, pos, vocab: list[str], predict: bool, i: int) -> No
     chart(charts.pq_bars(pos, vocab), f"lesson_pq_{i}")
 
 
-def glossary_table(rounds, k: int, counts: bool, timing: dict | None):
+def glossary_table(rounds, settings: Settings, counts: bool, timing: dict | None):
     columns = ["metric", "formula", "counts", "value"] if counts else ["metric", "formula", "definition"]
-    st.table([{c: row[c] for c in columns} for row in lesson.glossary(rounds, k, timing)])  # a table wraps long counts
+    st.table([{c: row[c] for c in columns} for row in lesson.glossary(rounds, settings.k, timing)])  # wraps long counts
+    s = settings  # the lesson's speedup against the atlas's stored run of the same configuration, where it has one
+    stored = bench_figure(stored_bench(), s.drafter, s.temperature, s.k, s.k_auto, "the atlas's stored run")
+    if timing and stored is not None:
+        st.caption(md(sentence(timing_figure(timing, cpu_name(), f"the lesson's first {len(rounds)} rounds"), stored)))
 
 
 def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bool, i: int) -> None:
@@ -117,7 +123,7 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
             table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
             chart(charts.bonus_bars(r, vocab), "lesson_bonus")
         elif part == "totals":
-            glossary_table(trace.rounds, settings.k, counts=True, timing=timing)
+            glossary_table(trace.rounds, settings, counts=True, timing=timing)
             chart(charts.acceptance_chart(acceptance_by_position(trace.rounds)), "lesson_acceptance")
 
 
@@ -164,6 +170,6 @@ def render() -> None:
     st.markdown(step.text)
     draw(step, trace, timing, settings, predict, i)
     with st.expander("Glossary: every metric the app shows", expanded=False):
-        glossary_table(trace.rounds, settings.k, counts=False, timing=timing)
+        glossary_table(trace.rounds, settings, counts=False, timing=timing)
         for entry in lesson.drafter_glossary():
             st.markdown(f"**{entry['drafter']}** ({md(entry['paper'])}). {md(entry['text'])}")

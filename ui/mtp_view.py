@@ -26,7 +26,7 @@ def mtp_panel(r: RoundRecord, vocab: list[str]) -> None:
     notes = r.draft_notes
     if not notes.get("passes"):  # no module ran this round
         return
-    st.markdown(f"**MTP modules.** {notes['modules']} modules, one per depth, over {notes['entries_cached']} "
+    st.markdown(f"**Multi-token prediction (MTP) modules.** {notes['modules']} modules, one per depth, over {notes['entries_cached']} "
                 "context entries: module 1 read the target's own top-layer feature of the character before the "
                 "root and the root; module k read module k − 1's state and the character drafted at depth k − 1. "
                 "These modules were trained after the target, on its frozen features; DeepSeek-V3 trains them "

@@ -6,6 +6,7 @@ import streamlit as st
 
 from specviz import charts
 from specviz.charts import tries
+from specviz.charts.verdict import PQ_WORDS
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord, Trace
 from specviz.core.session import Session
@@ -74,6 +75,7 @@ def pq_chart(r: RoundRecord, vocab: list[str], height: int | None = None) -> Non
     )
     fig = charts.pq_bars(positions[i], vocab)
     chart(fig if height is None else fig.update_layout(height=height), "pq")
+    st.caption(f"{PQ_WORDS}.")
 
 
 def heading(r: RoundRecord, vocab: list[str]) -> str:

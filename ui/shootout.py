@@ -12,7 +12,10 @@ from specviz.bench.shootout import SWEEP_KS, draft_cost_per_round, run_shootout
 from specviz.charts import shootout as charts
 from specviz.charts.parallel import cost_by_k_figure
 from specviz.core.markup import md
-from ui.common import models_or_stop, page_setup, question
+from specviz.drafters import BASELINE
+from specviz.teaching.agreement import bench_figure, row_figure, tally
+from specviz.verifiers import LOSSLESS
+from ui.common import models_or_stop, page_setup, question, stored_bench
 from ui.controls import previous_run_note, valid_spec
 from ui.widgets import chart, table
 
@@ -68,7 +71,19 @@ def provenance(result) -> None:
     what = "the full sweep" if m["full"] else "the quick run"
     st.caption(md(f"Measured just now on this machine: {m['cpu']}, {what}: every drafter at K = "
                   f"{', '.join(map(str, m['ks']))}, {m['tokens']} characters each, median of {at_k[0]['repeats'] if at_k else 3} "
-                  f"interleaved runs, in {m['seconds']:.0f} s.") + spread)  # fmt: skip
+                  f"interleaved runs, in {m['seconds']:.0f} s.") + spread + " " + md(against_stored(result.rows, result.k)))  # fmt: skip
+
+
+def against_stored(rows: list[dict], k: int) -> str:
+    """This run's drafters against the atlas's stored run at the same K and temperature (specviz/teaching/agreement.py)."""
+    stored, pairs = stored_bench(), []
+    for r in rows:
+        lossless = r.get("verification", LOSSLESS) == LOSSLESS
+        if r["k"] == k and r["drafter"] != BASELINE and lossless and (here := row_figure(r, "this run")) is not None:
+            there = bench_figure(stored, r["drafter"], r["temperature"], k, False, "the atlas's stored run")
+            if there is not None:
+                pairs.append((r["drafter"], here, there))
+    return tally(pairs)
 
 
 def results(rows: list[dict]) -> None:

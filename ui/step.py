@@ -6,6 +6,7 @@ full one (ui/round_view.py), a toggle kept in st.session_state across pages."""
 import streamlit as st
 
 from specviz.core.session import Session
+from specviz.kernels import native
 from ui.common import page_setup, question
 from ui.controls import active_session
 from ui.navigator import navigator
@@ -38,7 +39,7 @@ def _keep_layout() -> None:
 
 
 def render() -> None:
-    page_setup()
+    page_setup(kernels=False)  # built or loaded once the page is drawn (below)
     # Kept across pages in a key of its own: Streamlit drops a widget's value when a page without it
     # runs, so the toggle is seeded from presenter_kept and writes back to it.
     st.session_state.presenter = presenter = st.session_state.get("presenter_kept", True)
@@ -60,3 +61,4 @@ def render() -> None:
         toggles.toggle("Presenter layout", key="presenter", help=PRESENTER_HELP, on_change=_keep_layout)
         toggles.toggle("Phase by phase", key="phase_mode", help=PHASE_HELP)
         navigator(session, view, compact=presenter)
+    native.prepare_in_background()  # drawn: now the kernels (a first round waits for what is left of a build)

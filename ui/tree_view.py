@@ -17,7 +17,7 @@ from specviz.adaptive.sequoia import SHAPES, optimal_tree, rank_paths, reach
 from specviz.charts import candidate_frame, label, label_text
 from specviz.charts import tree as charts
 from specviz.charts.draft_tree import draft_tree_figure, shape_figure
-from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW
+from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW, PQ_WORDS
 from specviz.core.engine import Generation
 from specviz.core.markup import md
 from specviz.core.record import RoundRecord
@@ -185,3 +185,4 @@ def tree_view(session: Session) -> None:
     st.caption("Depth first: a child is checked only after its parent is accepted; after a rejection the "
                "next sibling is tried against the residual.")  # fmt: skip
     table(candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
+    st.caption(f"{PQ_WORDS}.")

@@ -55,7 +55,8 @@ def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | Non
             if column.dtype.kind == "f":  # a number column shows NaN as "None": the numbers as text instead
                 column = frame[name] = column.map(lambda x, fmt=fmt: NONE_MARK if x != x else fmt % x)
             else:
-                column = frame[name] = column.map(lambda x: NONE_MARK if x is None or x != x else x)
+                # all text: a column of True/False and the mark would not convert to Arrow (Streamlit logs a traceback)
+                column = frame[name] = column.map(lambda x: NONE_MARK if x is None or x != x else str(x))
         header = v.get("label") or str(name)
         shown = (fmt % x if column.dtype.kind == "f" else str(x) for x in column)
         longest = max([len(header), *map(len, shown)])

@@ -11,6 +11,8 @@ from specviz.charts import block, traversal
 from specviz.charts.distributions import candidate_frame
 from specviz.core.record import RoundRecord
 
+# p and q in words, under every table or chart that shows p/q
+PQ_WORDS = "p is the target's probability of a character and q is the drafter's probability of it"
 CANDIDATE_HELP = {
     "depth": "d, the depth: the candidate's position in the draft; 1 is the first drafted character.",
     "token": "x, the candidate: the drafted character the target checks.",

@@ -122,7 +122,8 @@ class Settings:
                                   app=(0, 50), widget="slider", main=True,
                                   **_n("trigram", "distilled", "distilled-tree"))  # fmt: skip
     verification: str = knob("lossless", "Verification", "How the target decides which drafted characters to "
-                             "keep; the lossy rules are kept to show them failing in the Exactness lab.",
+                             "keep; the lossy rules are kept to show them failing in the Exactness lab. Below, p is the target's "
+                             "probability of a character and q is the drafter's probability of it.",
                              widget="select", main=True, choices=verifier_names, option=verifier_label,
                              describe=lambda name: get_verifier(name).summary)  # fmt: skip
     tree_sampling: str = knob("without-replacement", "Tree sampling", "How a sampled tree's siblings are drawn from "
@@ -191,7 +192,7 @@ class Settings:
                              "product of head probabilities are kept).", lo=1, hi=64, **_n("medusa"))  # fmt: skip
     medusa_top_k: int = knob(3, "candidates per head", "The top tokens of each head; head i's are the candidates at "
                              "depth i.", lo=1, hi=8, **_n("medusa"))  # fmt: skip
-    eagle_ttt: bool = knob(True, "head trained with TTT", "Use the head trained with training-time test (its own "
+    eagle_ttt: bool = knob(True, "trained with training-time test", "Use the head trained with training-time test (its own "
                            "fed-back states unrolled in training); off: the same head trained on step 0 only, whose "
                            "later draft steps fall apart.", widget="checkbox", flag="--eagle-no-ttt",
                            **_n("eagle3", "eagle3-tree"))  # fmt: skip

@@ -55,6 +55,7 @@ import torch
 
 from models.checkpoint import Checkpoint
 from models.gpt import KVCache
+from specviz.charts.verdict import PQ_WORDS
 from specviz.core.batch import Batch
 from specviz.core.engine import Generation
 from specviz.core.sampling import probs_from_logits
@@ -123,12 +124,11 @@ def rule_sentence(name: str) -> str:
     """Which verification rule was tested, and what to expect of it."""
     v = VERIFIERS[name]
     if v.lossless:
-        return (
-            f"Verification rule tested: {name}, a lossless rule, so it is expected to pass. How it works: {v.summary}."
-        )
+        return (f"Verification rule tested: {name}, a lossless rule, so it is expected to pass. How it works: "
+                f"{v.summary} ({PQ_WORDS}).")  # fmt: skip
     return (
         f"Verification rule tested: {name}, a LOSSY rule kept to show it failing: expected to fail once N is "
-        f"large enough. How it works: {v.summary}."
+        f"large enough. How it works: {v.summary} ({PQ_WORDS})."
     )
 
 

@@ -70,8 +70,8 @@ def check_texts(
                f"s ~ p and accepts only if s is the draft.")  # fmt: skip
         verdict = "accepted" if pos.accepted else "rejected"
         return ask, f"The target sampled s = {c(vocab, pos.sampled)}, so {x} is **{verdict}**."
-    ask = (f"Draft {x} at depth {pos.depth}{sibling}: the drafter gave it q(x) = {pos.q_x:.3f}, the target "
-           f"p(x) = {pos.p_x:.3f}. It is accepted with probability min(1, p(x)/q(x)) = {pos.accept_prob:.3f}.")  # fmt: skip
+    ask = (f"Draft {x} at depth {pos.depth}{sibling}: the drafter's probability q(x) = {pos.q_x:.3f}, the "
+           f"target's probability p(x) = {pos.p_x:.3f}. It is accepted with probability min(1, p(x)/q(x)) = {pos.accept_prob:.3f}.")  # fmt: skip
     if temperature == 0 or pos.u is None:
         why = "At temperature 0 p is one-hot: only the target's own argmax is accepted, and no coin is tossed"
     elif pos.accept_prob >= 1:

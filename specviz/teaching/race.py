@@ -92,7 +92,7 @@ def spread_sentence(plain: Lane, spec: Lane) -> str:
     plain_ms, spec_ms = (", ".join(f"{x * 1000:.0f}" for x in ln.runs) for ln in (plain, spec))
     return (f"Its {len(plain.runs)} runs, measured just now on this machine: plain {plain_ms} ms, speculative "
             f"{spec_ms} ms; run by run, {lo_hi[0]:.2f}× to {lo_hi[1]:.2f}× as fast. That range is the run-to-run "
-            "spread here and now; the atlas's stored figures come from other prompts, and maybe another CPU.")  # fmt: skip
+            "spread here and now.")  # fmt: skip
 
 
 def race_html(prompt_text: str, plain: Lane, spec: Lane) -> str:

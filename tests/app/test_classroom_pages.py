@@ -24,6 +24,23 @@ def test_rejected_prompt_says_which_prompt_the_run_uses():
     assert len(notes) == 1 and md(first, 40) in notes[0] and "not the text in the box" in notes[0], notes
 
 
+def test_rejected_prompt_on_the_exactness_lab_says_which_prompt_its_results_use():
+    """The lab's last results stay on screen under a rejected prompt, with a note naming their prompt."""
+    at = open_page("pages/exactness.py", {"preset": "Repetitive", "k": "2"})
+    at.number_input(key="ex_samples").set_value(100)
+    at.radio(key="ex_tokens").set_value(2)
+    at.button(key="ex_run").click()
+    rerun(at)
+    assert not [w for w in at.warning if "previous prompt" in w.value]  # a valid run: no note
+    at.text_area(key="ctl_prompt").set_value("the cat sat on the mat — ünïcode")
+    rerun(at)
+    assert any("The prompt has" in e.value for e in at.error), [e.value for e in at.error]
+    notes = [w.value for w in at.warning if "uses the previous prompt" in w.value]
+    assert (
+        len(notes) == 1 and notes[0].startswith("The results shown") and md(preset("Repetitive").text, 40) in notes[0]
+    )
+
+
 def test_no_preset_triggers_the_apps_warnings():
     at = open_page("pages/step.py")
     for p in APP_PRESETS:

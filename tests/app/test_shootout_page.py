@@ -47,3 +47,25 @@ def test_quick_run_says_what_it_measured():
         "Measured just now on this machine: " in said and "the quick run: every drafter at K = 2, 12 characters" in said
     )
     assert "median of 3 interleaved runs" in said and "From run to run" in said
+
+
+@pytest.mark.slow  # the quick run over every drafter, at the stored run's K = 4
+def test_quick_run_against_the_stored_run():
+    """At the stored run's K and temperature the page compares each drafter with the atlas's stored figure:
+    the count that agree within both spreads is the count whose ranges overlap, and the others are named."""
+    import re
+
+    from specviz.teaching.agreement import agree, bench_figure, row_figure
+    from ui.common import stored_bench
+
+    at = open_page("pages/shootout.py", {"max_new_tokens": "12", "k": "4", "temperature": "0"})
+    at.button(key="shootout_run").click().run()
+    assert not at.exception, at.exception
+    said = " ".join(shown(c.value) for c in at.caption)
+    found = re.search(r"Against the atlas's stored run at the same K and temperature: (\d+) of (\d+) drafters", said)
+    assert found, said
+    result = next(iter(at.session_state["shootout"].values()))
+    pairs = [(row_figure(r, "here"), bench_figure(stored_bench(), r["drafter"], 0.0, 4, False, "stored"))
+             for r in result.rows if r["k"] == 4 and r["drafter"] != "none"]  # fmt: skip
+    pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+    assert (int(found[1]), int(found[2])) == (sum(agree(a, b) for a, b in pairs), len(pairs)) and pairs

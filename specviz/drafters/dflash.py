@@ -147,7 +147,9 @@ class DFlashDrafter(Drafter):
         q = scale_probs(probs, temperature)  # (S, V) what each slot's token is drawn from
         tokens, rows = draw_rows(q, gen)
         qx = (
-            [r[x] for r, x in zip(rows, tokens, strict=True)] if rows else q[torch.arange(len(tokens)), tokens].tolist()
+            [r[x] for r, x in zip(rows, tokens, strict=True)]
+            if rows is not None
+            else q[torch.arange(len(tokens)), tokens].tolist()
         )
         top = probs.topk(min(TOP, probs.size(-1)), dim=-1)
         notes["slots"] = [{"slot": s + 1, "token": x, "q": round(qx[s], 4),

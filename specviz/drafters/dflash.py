@@ -87,12 +87,15 @@ class BlockCache(HeadCache):
         """attn_bias(n, the block's pattern over its T entries and M mask rows) as a view of a buffer built once
         per (T, M): D zero columns (any context entry may be seen), then the pattern; the view starts n columns
         before the pattern. A round's mask cost ~0.08 of a target pass to build (docs/notes/parallel.md); the
-        view holds the same numbers. -> (T + M, n + T + M), rows strided (the kernel reads stride(0))"""
+        view holds the same numbers. Kept only for an ordinary round's few entries (at most K + 1 <= SLOTS + 1).
+        -> (T + M, n + T + M), rows strided (the kernel reads stride(0))"""
         buf = self._bias.get((T, M))
         if buf is None or buf.size(1) - (T + M) < n:
             new = torch.zeros(T + M, T + M, dtype=torch.bool)
             new[:T, :T] = torch.ones(T, T, dtype=torch.bool).tril()  # the entries: causal, blind to the masks
             new[T:] = True  # the mask rows: every new entry and each other
+            if T > SLOTS + 1:  # a prefill or a re-feed after a window jump: rare and wide, not kept
+                return attn_bias(n, new, self.target.dtype)
             buf = self._bias[(T, M)] = attn_bias(max(n, self.kv[0].size(1)), new, self.target.dtype)
         return buf[:, buf.size(1) - (T + M) - n :]
 

@@ -13,9 +13,10 @@ from ui.widgets import table
 HELP = {
     "depth": "The draft depth: the k-th character after the root.",
     "module": "The MTP module that drafted it: module k drafts depth k (one module per depth, its own weights).",
-    "rows fed": "Entries this module's pass ran: the ones the accepted characters made true since its last pass, "
-    "plus its scratch entries.",
-    "scratch": "Entries that read a character drafted this round (k − 1 of them for module k): thrown away after.",
+    "rows fed": "Entries this module's pass ran: from the first one whose characters changed since its last pass "
+    "(an entry that read only accepted characters is kept) to the last, its scratch entries among them.",
+    "scratch": "Entries that read a character drafted this round (k − 1 of them for module k): kept next round "
+    "only if those characters are accepted.",
     "token": "The character drawn from the module's distribution q.",
     "q": "The module's probability of the character it drew (at the run's temperature).",
     "result": "What the target made of it: accepted, rejected, or not reached (a rejection came before).",

@@ -59,11 +59,24 @@ def draw(probs: torch.Tensor, gen: torch.Generator) -> int:
     op paying a dispatch and the caches the target's forward pass has just emptied."""
     if probs.numel() > LARGE_ROW:
         return _draw_large(probs, gen)
-    row = probs.tolist()
+    return draw_row(probs.tolist(), gen)
+
+
+def draw_row(row: list[float], gen: torch.Generator) -> int:
+    """draw() from a row already copied to a list."""
     top = max(row)
     if top >= 1.0:  # one-hot
         return row.index(top)
     return draw_cumulative(list(accumulate(row)), gen)
+
+
+def draw_rows(probs: torch.Tensor, gen: torch.Generator) -> tuple[list[int], list[list[float]] | None]:
+    """draw() from each row of probs (S, V), in order, copying them to lists in one call (one dispatch, not S).
+    -> (the tokens, the rows as lists, or None for rows too wide to copy: LARGE_ROW)"""
+    if probs.size(-1) > LARGE_ROW:
+        return [_draw_large(row, gen) for row in probs], None
+    rows = probs.tolist()
+    return [draw_row(row, gen) for row in rows], rows
 
 
 def _draw_large(probs: torch.Tensor, gen: torch.Generator) -> int:

@@ -20,9 +20,10 @@ The K slots, each slot's distribution and the accepted prefix are the step page'
 import weakref
 
 import torch
+from torch.nn import functional as F
 
 from models.dflash import DFlashHead, load_dflash
-from specviz.core.sampling import draw, probs_from_logits, scale_probs
+from specviz.core.sampling import draw_rows, scale_probs
 from specviz.core.target import TargetModel
 from specviz.drafters.base import Draft, Drafter, chain
 from specviz.drafters.eagle import SKIPPED, HeadCache
@@ -48,6 +49,7 @@ class BlockCache(HeadCache):
     def __init__(self, head: DFlashHead, target: TargetModel):
         super().__init__(head, target)
         self.mask = head.mask.detach()  # (block - 1, C) the mask rows' embeddings
+        self._bias: dict[tuple[int, int], torch.Tensor] = {}  # (T, M) -> (T + M, D + T + M): see bias()
 
     @torch.no_grad()
     def block(self, context: list[int], slots: int) -> tuple[torch.Tensor, dict] | None:
@@ -62,25 +64,40 @@ class BlockCache(HeadCache):
         first = n if T else P - 1  # asked again for the same context (a shadow draft): the root row's input again
         tokens = context[t.start + first + 1 : t.start + P + 1]  # ends with the root
         u = lean.fc(torch.cat([lean.fused(t.features(first, P)), lean.wte[tokens]], dim=-1))  # (T or 1, C)
-        rows = torch.cat([u[:T], u[-1:] + self.mask[:M]])  # (T + M, C)
-        bias = None  # causal: the entries alone
-        if M:
-            new = torch.zeros(T + M, T + M, dtype=torch.bool)
-            new[:T, :T] = torch.ones(T, T, dtype=torch.bool).tril()  # the entries: causal, blind to the masks
-            new[T:] = True  # the mask rows: every new entry and each other (and entries 0..n-1 via attn_bias)
-            bias = attn_bias(n, new, t.dtype)  # (T + M, P + M)
+        rows = torch.cat([u[:T], u[-1:] + self.mask[:M]]) if M else u[:T]  # (T + M, C)
         self.fit(P + M)
+        # None: causal, the entries alone; else the entries causal and blind to the masks, the mask rows seeing
+        # every entry and each other
+        bias = self.bias(n, T, M) if M else None  # (T + M, P + M)
         h = lean_block(rows, lean.block, *self.kv, n, bias, lean.config.n_head) if T + M else rows  # (T + M, C)
         if T:
             self.n, self.fed, self.last = P, self.fed + T, h[T - 1 : T]
-        logits = lean.logits(torch.cat([self.last, h[T:]]))  # (slots, V)
-        return logits, {
+            out = h[T - 1 :]  # [the root's row | the mask rows]: already side by side, no copy
+        else:
+            out = torch.cat([self.last, h])
+        return lean.logits(out), {  # (slots, V)
             "entries_fed": T,
             "entries_cached": P,
             "reprefill": moved,
             "mask_rows": M,
             "passes": int(T + M > 0),
         }
+
+    def bias(self, n: int, T: int, M: int) -> torch.Tensor:
+        """attn_bias(n, the block's pattern over its T entries and M mask rows) as a view of a buffer built once
+        per (T, M): D zero columns (any context entry may be seen), then the pattern; the view starts n columns
+        before the pattern. A round's mask cost ~0.08 of a target pass to build (docs/notes/parallel.md); the
+        view holds the same numbers. Kept only for an ordinary round's few entries (at most K + 1 <= SLOTS + 1).
+        -> (T + M, n + T + M), rows strided (the kernel reads stride(0))"""
+        buf = self._bias.get((T, M))
+        if buf is None or buf.size(1) - (T + M) < n:
+            new = torch.zeros(T + M, T + M, dtype=torch.bool)
+            new[:T, :T] = torch.ones(T, T, dtype=torch.bool).tril()  # the entries: causal, blind to the masks
+            new[T:] = True  # the mask rows: every new entry and each other
+            if T > SLOTS + 1:  # a prefill or a re-feed after a window jump: rare and wide, not kept
+                return attn_bias(n, new, self.target.dtype)
+            buf = self._bias[(T, M)] = attn_bias(max(n, self.kv[0].size(1)), new, self.target.dtype)
+        return buf[:, buf.size(1) - (T + M) - n :]
 
 
 class DFlashDrafter(Drafter):
@@ -123,7 +140,7 @@ class DFlashDrafter(Drafter):
         if ready is None:
             return None
         logits, notes = ready
-        return probs_from_logits(logits, 1.0), notes
+        return F.softmax(logits.double(), dim=-1), notes  # probs_from_logits(logits, 1.0), one op fewer
 
     def draft(self, context, k, temperature, gen):
         ready = self.slots(context, k)
@@ -131,8 +148,12 @@ class DFlashDrafter(Drafter):
             return chain([], notes={"head": self.name, "skipped": SKIPPED})
         probs, notes = ready
         q = scale_probs(probs, temperature)  # (S, V) what each slot's token is drawn from
-        tokens = [draw(row, gen) for row in q]
-        qx = q[torch.arange(len(tokens)), tokens].tolist()
+        tokens, rows = draw_rows(q, gen)
+        qx = (
+            [r[x] for r, x in zip(rows, tokens, strict=True)]
+            if rows is not None
+            else q[torch.arange(len(tokens)), tokens].tolist()
+        )
         top = probs.topk(min(TOP, probs.size(-1)), dim=-1)
         notes["slots"] = [{"slot": s + 1, "token": x, "q": round(qx[s], 4),
                            "top": [[tok, round(p, 4)] for tok, p in zip(ti, tv, strict=True)]}

@@ -20,8 +20,6 @@ Dynamic by design: DDTree's point is a tree grown best first from this context's
 it does not take Sequoia's fixed shape (--tree-shape; the trait ``shaped`` stays off).
 """
 
-import torch
-
 from specviz.core.sampling import scale_probs
 from specviz.drafters.base import Draft, chain, grow_tree
 from specviz.drafters.dflash import SKIPPED, DFlashDrafter, shared_dflash
@@ -60,7 +58,7 @@ class DFlashTreeDrafter(DFlashDrafter):
         if ready is None:
             return chain([], notes={"head": self.name, "skipped": SKIPPED})
         probs, notes = ready  # (S, V) untempered
-        scored = probs if temperature == 0 else torch.stack([scale_probs(row, temperature) for row in probs])
+        scored = probs if temperature == 0 else scale_probs(probs, temperature)  # row by row, in one call
         top = scored.topk(min(CHILDREN, scored.size(-1)), dim=-1)
         ranked = [list(zip(ti, tv, strict=True)) for ti, tv in zip(top.indices.tolist(), top.values.tolist(),
                                                                    strict=True)]  # fmt: skip
@@ -70,8 +68,9 @@ class DFlashTreeDrafter(DFlashDrafter):
             return [(tok, score * p, (d + 1, score * p)) for tok, p in ranked[d]] if d < len(ranked) else []
 
         tokens, parents, kept = grow_tree(children, (0, 1.0), len(ranked), self.nodes)
-        shown = probs.topk(min(4, probs.size(-1)), dim=-1)
-        notes["slots"] = [{"slot": s + 1, "top": [[int(t), round(float(p), 4)] for t, p in zip(ti, tv, strict=True)]}
+        # the notes' top 4 of each slot: at T = 0 the first 4 of ``top`` (topk sorts), else another topk
+        shown = top if temperature == 0 else probs.topk(min(4, probs.size(-1)), dim=-1)
+        notes["slots"] = [{"slot": s + 1, "top": [[t, round(p, 4)] for t, p in zip(ti[:4], tv[:4], strict=True)]}
                           for s, (ti, tv) in enumerate(zip(shown.indices.tolist(), shown.values.tolist(),
                                                            strict=True))]  # fmt: skip
         notes["tree"] = [{"token": tok, "parent": par, "depth": d, "score": s}

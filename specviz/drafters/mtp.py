@@ -6,14 +6,18 @@ Positions. The target's cache holds the context minus its root: entries 0..P-1 a
 s..s+P-1 (s the window start) with their top features h^0. Module k's entry j reads h^{k-1}_j and
 t_{j+k}, the token k steps on, so its entry P-1 (the token before the root) drafts depth k: module 1
 reads the root, module k the token drafted at depth k - 1. Module k's entries j <= P-k read context
-tokens only (true entries); its entries P-k+1..P-1 read draft tokens (scratch, this round only).
+tokens only (true entries); its entries P-k+1..P-1 read draft tokens (scratch: kept
+only if those tokens are accepted).
 
     per module         its own KV cache and output states (h^k rows), preallocated, written in
-                       place, and a count of its true entries. Depth k's pass feeds module k its
-                       entries from that count to P-1 in one pass: the ones that became true since
-                       (their tokens were accepted) and the k - 1 scratch ones; the scratch rows
-                       read module k - 1's rows of this round's pass, so depth k runs after depth
-                       k - 1, once each: K module passes a round, each over a handful of rows.
+                       place, and the token sequence its last pass read. Entry j depends on the
+                       context up to t_{j+k} and nothing later, so it stays right while the new
+                       sequence agrees with that one up to t_{j+k}: a scratch entry whose draft
+                       tokens were all accepted is kept, not fed again. Depth k's pass feeds module
+                       k its entries from the first one that disagrees to P-1 in one pass: at most
+                       max(accepted + 1, k) rows (the k - 1 scratch ones among them); the scratch
+                       rows read module k - 1's rows of this round's pass, so depth k runs after
+                       depth k - 1, once each: K module passes a round, each over a handful of rows.
     K past D           there is no module past D: a round drafts min(K, modules) tokens, and
                        adaptive K weighs no deeper K (max_depth).
     round 0            the target's cache is empty: target.sync(context) runs the prefill the
@@ -39,7 +43,7 @@ from specviz.kernels.cached_model import block_weights, lean_block
 from specviz.kernels.linear import Linear
 
 # Per drafted token, in target forward passes: one module pass (proj, one block, the target's ln_f and
-# lm_head) per depth, as an EAGLE head step, but module k's pass runs ~(accepted + 1) + (k - 1) rows where
+# lm_head) per depth, as an EAGLE head step, but module k's pass runs max(accepted + 1, k) rows where
 # EAGLE's later steps run one, since every module keeps its own cache over the context. The bench's draft c
 # (K = 4, 11 presets, 1 thread) read 0.76-0.86 against EAGLE-3's 0.51-0.61 in the same runs (docs/notes/mtp.md).
 DRAFT_COST = 0.8
@@ -89,7 +93,10 @@ class ModuleCaches:
         alloc = lambda *shape: torch.zeros(*shape, dtype=target.dtype)  # noqa: E731
         self.kv = [(alloc(c.n_head, cap, hs), alloc(c.n_head, cap, hs)) for _ in self.mods]
         self.states = [alloc(cap, c.n_embd) for _ in range(self.depth + 1)]  # h^0..h^D rows, by entry
-        self.true = [0] * (self.depth + 1)  # true rows per depth (h^0: the target's features read so far)
+        self.true = 0  # h^0 rows copied from the target's features so far
+        self.context: list[int] = []  # the window's tokens those rows were copied for
+        self.done = [0] * (self.depth + 1)  # per module k (index k; 0 unused): entries its passes computed
+        self.seen: list[list[int]] = [[] for _ in range(self.depth + 1)]  # the window's tokens they read
         self.start = 0
         self.fed = [0] * self.depth  # rows fed per module, all rounds (tests, notes)
 
@@ -103,28 +110,43 @@ class ModuleCaches:
             return None  # a window jump: the verify pass re-prefills the cache, read next round
         t.sync(context)  # round 0: the verify pass's own prefill, done now
         if t.start != self.start:
-            self.true, self.start = [0] * (self.depth + 1), t.start
+            self.true, self.done, self.start = 0, [0] * (self.depth + 1), t.start
         P = t.length
-        self.true = [min(n, max(0, P - k + 1) if k else P) for k, n in enumerate(self.true)]  # never past P
+        now = context[t.start : t.start + P]  # the tokens of the target's entries: h^0_j depends on t_0..t_j
+        self.true, self.context = min(self.true, P, agree(self.context, now)), now
         if P == 0:
             return None
-        if self.true[0] < P:  # h^0: the features the target committed since
-            self.states[0][self.true[0] : P] = t.features(self.true[0], P)[0]
-            self.true[0] = P
+        if self.true < P:  # h^0: the features the target committed since
+            self.states[0][self.true : P] = t.features(self.true, P)[0]
+            self.true = P
         return P
 
     @torch.no_grad()
     def step(self, k: int, seq: list[int], P: int) -> tuple[torch.Tensor, dict]:
         """Depth k's pass (module k), after depth k - 1's for the same draft. seq: the context and the
         k - 1 tokens drafted so far. -> (h^k at entry P-1 (C,), notes)"""
-        lo, true = self.true[k], max(0, P - k + 1)  # rows fed: lo..P-1; rows below ``true`` become true
+        now = seq[self.start : self.start + P + k]  # the window's tokens module k reads up to entry P-1: t_{P-1+k}
+        lo = min(self.done[k], P, max(0, agree(self.seen[k], now) - k))  # entries j with t_0..t_{j+k} unchanged
         if lo < P:
-            rows = seq[self.start + lo + k : self.start + P + k]  # t_{j+k} for j = lo..P-1
+            rows = now[lo + k :]  # t_{j+k} for j = lo..P-1
             h = self.mods[k - 1](self.states[k - 1][lo:P], rows, self.kv[k - 1], lo)  # (P-lo, C)
             self.states[k][lo:P] = h
             self.fed[k - 1] += P - lo
-        self.true[k] = true
-        return self.states[k][P - 1], {"depth": k, "rows": P - lo, "scratch": P - max(lo, true)}
+        self.done[k], self.seen[k] = P, now
+        return self.states[k][P - 1], {"depth": k, "rows": P - lo, "scratch": P - max(lo, P - k + 1, 0)}
+
+
+def agree(a: list[int], b: list[int]) -> int:
+    """The length of a's and b's common prefix: one comparison where one extends the other (a run's usual
+    case), else a bisection of slice comparisons (each in C, not a Python loop over the tokens)."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    lo, hi = 0, n  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if a[:mid] == b[:mid] else (lo, mid)
+    return lo
 
 
 class MTPDrafter(Drafter):

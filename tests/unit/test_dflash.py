@@ -16,6 +16,7 @@ from specviz.core.sampling import probs_from_logits, scale_probs
 from specviz.core.settings import Settings
 from specviz.drafters.dflash import DFlashDrafter
 from specviz.drafters.dflash_tree import DFlashTreeDrafter
+from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
 
@@ -54,6 +55,30 @@ def test_the_one_pass_block_equals_the_training_forward(target64):
     assert drafter.cache.fed == len(context) - 1  # each context entry fed once
     again, notes = drafter.slots(context, 1)  # a one-slot shadow on the same context: no pass at all
     assert torch.allclose(again[0], probs[0], atol=1e-12) and notes["entries_fed"] == 0 and notes["mask_rows"] == 0
+
+
+def test_the_kept_block_bias_is_attn_bias_of_the_block_pattern(target64):
+    """BlockCache.bias hands out views of a buffer kept per (T, M): each equals the mask built afresh, for any
+    context length, also past the buffer's first width (rebuilt) and after a longer one."""
+    cache = DFlashDrafter(random_head(target64), CachedModel(target64.model)).cache
+    for n, T, M in [
+        (0, 1, 3),
+        (40, 2, 3),
+        (7, 2, 3),
+        (12, 0, 7),
+        (400, 2, 3),
+        (50, 2, 3),
+        (9, 5, 1),
+        (0, 40, 7),
+        (3, 120, 7),
+    ]:  # the last two: a prefill's, not kept
+        new = torch.zeros(T + M, T + M, dtype=torch.bool)
+        new[:T, :T] = torch.ones(T, T, dtype=torch.bool).tril()
+        new[T:] = True
+        got = cache.bias(n, T, M)
+        assert got.shape == (T + M, n + T + M) and got.stride(1) == 1
+        assert torch.equal(got, attn_bias(n, new, cache.target.dtype)), (n, T, M)
+    assert max(T for T, _ in cache._bias) <= 9  # only an ordinary round's few entries are kept
 
 
 @torch.no_grad()

@@ -14,7 +14,7 @@ from specviz.core.engine import Generation
 from specviz.core.sampling import scale_probs
 from specviz.core.settings import Settings
 from specviz.core.target import window_start
-from specviz.drafters.mtp import MTPDrafter, shared_mtp
+from specviz.drafters.mtp import MTPDrafter, agree, shared_mtp
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
 from specviz.training.train_mtp import mtp_draft
@@ -87,6 +87,34 @@ def test_draft_q_rows_equal_the_modules_recomputed_from_scratch(target64):
     assert checked > 60 and sum(r.reprefill for r in trace.rounds) >= 1
     assert max(len(r.draft_tokens) for r in trace.rounds) == 4  # K = 8 drafts D = 4: no module past D
     json.dumps(trace.rounds[3].draft_notes)
+
+
+def test_a_module_feeds_only_the_entries_whose_tokens_changed(target):
+    """Module k's scratch entries whose draft tokens were all accepted are kept: after a round that drafted D
+    tokens and kept a of them, module k feeds max(a + 1, k) rows (the correction or bonus row, the entries
+    reading it, and its new scratch ones), not a + k. At T = 0 a correction is never the rejected draft token.
+    (That every draft's q is still the modules' from scratch: the test above, K varying.)"""
+    prompt = target.tokenizer.encode(TEXT)
+    trace = Generation(target, prompt, Settings(drafter="mtp", k=4, temperature=0, max_new_tokens=120)).run()
+    checked = 0
+    for before, r in zip(trace.rounds, trace.rounds[1:], strict=False):
+        if (
+            len(before.draft_tokens) == 4
+            and r.draft_notes.get("passes")
+            and not r.reprefill
+            and r.window_start == before.window_start
+        ):
+            a = len(before.accepted_path)
+            passes = r.draft_notes["passes"]  # fewer than 4 where the round had less room
+            assert [p["rows"] for p in passes] == [max(a + 1, k) for k in range(1, len(passes) + 1)], r.index
+            checked += 1
+    assert checked > 20
+
+
+def test_agree_is_the_common_prefix_length():
+    for a, b, n in [([], [1], 0), ([1, 2, 3], [1, 2, 3, 4], 3), ([1, 2, 3, 4], [1, 2], 2), ([5, 2], [1, 2], 0),
+                    (list(range(100)), list(range(37)) + [0] * 70, 37), ([1, 2, 3], [1, 2, 4], 2)]:  # fmt: skip
+        assert agree(a, b) == agree(b, a) == n
 
 
 @torch.no_grad()

@@ -6,7 +6,7 @@ from itertools import accumulate
 
 import torch
 
-from specviz.core.sampling import Stream, draw, draw_cumulative, probs_from_logits, uniform
+from specviz.core.sampling import LARGE_ROW, Stream, draw, draw_cumulative, draw_rows, probs_from_logits, uniform
 
 
 def test_draw_frequencies_are_p():
@@ -55,6 +55,22 @@ def test_draw_cumulative_is_draw_from_the_same_row():
     gen = Stream()
     gen._buffer = [1 - 2**-53]
     assert draw_cumulative(list(accumulate(q)), gen) == 2
+
+
+def test_draw_rows_is_draw_on_each_row_in_order():
+    """One copy of every row (a parallel drafter's slots), the same tokens and the same stream as draw() row by
+    row; one-hot rows among them take no randomness; rows too wide to copy go to draw()'s wide path."""
+    for seed in range(20):
+        probs = probs_from_logits(torch.randn(8, 65, generator=torch.Generator().manual_seed(seed)) * 3, 0.8)
+        probs[seed % 8] = probs_from_logits(probs[seed % 8].log(), 0)  # a one-hot row
+        ours, theirs = Stream().manual_seed(seed), Stream().manual_seed(seed)
+        tokens, rows = draw_rows(probs, ours)
+        assert tokens == [draw(row, theirs) for row in probs] and rows == probs.tolist()
+        assert uniform(ours) == uniform(theirs)  # the same draws were used up
+    wide = probs_from_logits(torch.randn(2, LARGE_ROW + 1, generator=torch.Generator().manual_seed(1)), 1.0)
+    ours, theirs = Stream().manual_seed(5), Stream().manual_seed(5)
+    tokens, rows = draw_rows(wide, ours)
+    assert tokens == [draw(row, theirs) for row in wide] and rows is None
 
 
 def test_a_one_hot_row_draws_its_token_and_no_randomness():

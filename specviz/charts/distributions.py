@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import torch
 
 from specviz.charts.figure import arrow, bar, figure
-from specviz.core.record import PositionRecord, RoundRecord, TopRest, word_pieces
+from specviz.core.record import PositionRecord, RoundRecord, TopRest, word_pieces, worded
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
 CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]
@@ -112,6 +112,7 @@ def bonus_bars(r: RoundRecord, vocab: list[str], top: int = 12) -> go.Figure:
     """After a fully accepted draft (or none: a plain step): the target's next distribution, and the
     bonus drawn from it. Two short lines: the chart is ~300 px wide beside the text at 1024 px."""
     why = "every drafted character accepted: one more, free" if r.draft_tokens else "nothing drafted: a plain step"
+    why = worded(why, vocab)
     return _draw_bars(r.bonus_p, r.bonus, vocab, "p (target)",
                       f"Bonus: {label(vocab, r.bonus)!r}, drawn from p<br><sub>{why}</sub>", top)  # fmt: skip
 

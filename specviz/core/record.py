@@ -11,6 +11,7 @@ what remains is the same, byte for byte, for the same seed and settings.
 """
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -40,6 +41,16 @@ def word_pieces(vocab: list[str]) -> bool:
     """Whether tokens are word pieces (some piece is longer than one character: a BPE tokenizer's), read from
     the vocabulary itself. Cheap: a BPE vocabulary has a long piece among its first ids."""
     return any(len(p) > 1 for p in vocab)
+
+
+_CHARACTER = re.compile(r"\b([Cc])haracter(s?)\b")
+
+
+def worded(text: str, vocab: list[str]) -> str:
+    """Our own sentence about "characters" as it reads for this vocabulary: "tokens" over word pieces."""
+    if not word_pieces(vocab):
+        return text
+    return _CHARACTER.sub(lambda m: ("T" if m.group(1) == "C" else "t") + "oken" + m.group(2), text)
 
 
 @dataclass

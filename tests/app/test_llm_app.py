@@ -6,10 +6,11 @@ chat toggle, and a bad folder that leaves the run on screen."""
 import tempfile
 from pathlib import Path
 
-from conftest import click, open_page, rerun
+from conftest import chart_specs, click, open_page, rerun
 
 from specviz.llm.choice import FOLDER
 from tests.llm_models import folder
+from ui.model_choice import real_checkpoint
 
 
 def pick_folder(at, path, dtype: str = "float64"):
@@ -50,3 +51,61 @@ def test_a_bad_folder_is_one_line_and_the_run_on_screen_stays():
     assert at.session_state["run"] is run and run.cursor == 1  # what was on screen stays
     click(at, "nav_next")
     assert at.session_state["run"] is run and run.cursor == 2
+
+
+def html_blocks(at) -> str:
+    return "".join(h.proto.body for h in at.get("html"))
+
+
+def test_tokens_show_as_marked_pieces_with_ids_and_the_page_says_token():
+    at = open_page("pages/step.py", {"max_new_tokens": "12", "k": "3", "temperature": "0.8"})
+    pick_folder(at, folder("llama"))
+    at.sidebar.text_area(key="ctl_prompt").set_value("First Citizen:\nhear me speak.")
+    rerun(at)
+    click(at, "nav_next")
+    run = at.session_state["run"]
+    trace = run.generation.trace
+    body = html_blocks(at)
+    assert "\u00b7" in body and "\u21b5" in body  # the prompt's space and newline as markers
+    for t in trace.prompt:  # every prompt token in its own span, its id in the hover
+        assert f"prompt · id {t}" in body
+    labels = [m.label for m in at.metric]
+    assert "Tokens" in labels and "Characters" not in labels
+    # The p/q chart: the top tokens and a bar for the rest, which is 1 - the shown.
+    while not run.current.draft_tokens:
+        click(at, "nav_next")
+    pq = next(c for c in chart_specs(at) if any(d.get("name") == "p (target)" for d in c["data"]))
+    p_bar = next(d for d in pq["data"] if d.get("name") == "p (target)")
+    assert p_bar["x"][-1] == "the rest"
+    assert abs(p_bar["y"][-1] - (1 - sum(p_bar["y"][:-1]))) < 1e-9
+
+
+def chat_folder() -> Path:
+    """The tiny Llama's folder with a chat template added to its tokenizer (an instruct model's)."""
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    out = Path(tempfile.mkdtemp(prefix="specviz-chat-")) / "model"
+    shutil.copytree(folder("llama"), out)
+    tok = AutoTokenizer.from_pretrained(out)
+    tok.chat_template = ("{% for m in messages %}<eos>{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                         "{% if add_generation_prompt %}<eos>assistant: {% endif %}")  # fmt: skip
+    tok.save_pretrained(out)
+    return out
+
+
+def test_the_chat_toggle_applies_the_tokenizers_chat_template():
+    at = open_page("pages/step.py", {"max_new_tokens": "8"})
+    pick_folder(at, folder("llama"))
+    assert not at.sidebar.toggle  # no chat template: no toggle
+    pick_folder(at, chat_folder())
+    at.sidebar.text_area(key="ctl_prompt").set_value("hear me speak")
+    rerun(at)
+    plain = at.session_state["run"].generation.trace.prompt
+    at.sidebar.toggle(key="ctl_chat").set_value(True)
+    rerun(at)
+    chat = at.session_state["run"].generation.trace.prompt  # the run restarted from the templated prompt
+    pieces = real_checkpoint(at.session_state["model"]).tokenizer
+    assert pieces.decode(plain) == "hear me speak"
+    assert chat == pieces.encode("<eos>user: hear me speak\n<eos>assistant: ") and chat != plain

@@ -176,12 +176,24 @@ def checked_prompt(spec: RunSpec, tokenizer, chat: bool = False) -> list[int] | 
     return None
 
 
-def valid_spec(target) -> tuple[RunSpec, list[int]] | None:
+def character_only(page: str | None) -> None:
+    """A page that runs on the character GPT only (``page``: its name; None: any model) says so in one
+    sentence and stops, where the sidebar's model is a real one."""
+    if page is not None and active_model().real:
+        st.info(f"{page} runs on the character GPT only, not yet on a real model: pick the character GPT under "
+                "Model in the sidebar to use it.")  # fmt: skip
+        st.stop()
+
+
+def valid_spec(target=None, page: str | None = None) -> tuple[RunSpec, list[int]] | None:
     """For pages that compute their own runs from the sidebar (no Session): the sidebar's spec
     and prompt ids when valid, which then become the app's run (so other pages show the same
-    settings); otherwise None, after a message."""
+    settings); otherwise None, after a message. ``target``: the checkpoint the page runs (default: the
+    sidebar's model's); ``page``: the page's name where it runs on the character GPT only."""
     spec = sidebar()
-    ids = checked_prompt(spec, target.tokenizer)
+    character_only(page)
+    target = target or run_models()[0]
+    ids = checked_prompt(spec, target.tokenizer, chat_on(target))
     if ids is not None:
         st.session_state.spec = spec
     st.query_params.from_dict(to_query(st.session_state.spec))
@@ -216,13 +228,15 @@ def previous_run_note(box: str, prompt: str | None = None, what: str = "The run 
         st.warning(f"{what} uses the previous settings, not the ones in the sidebar.")
 
 
-def active_session() -> Session | None:
+def active_session(page: str | None = None) -> Session | None:
     """The sidebar's run, restarted from the prompt whenever a setting changes (its rounds are
     shared with every session on the same settings and prompt: shared_generation).
 
     Bad input gets a message in the page and the previous run stays on screen: only a spec
-    that made a Session replaces the one shown."""
+    that made a Session replaces the one shown. ``page``: the page's name where it runs on the character
+    GPT only (character_only)."""
     spec = sidebar()
+    character_only(page)
     model = active_model()
     target, draft_model = run_models(model)
     chat = chat_on(target)

@@ -88,20 +88,28 @@ def _load(choice: ModelChoice) -> str | None:
     return None
 
 
+def _keep(name: str) -> None:
+    st.session_state.model_widgets[name] = st.session_state[KEYS[name]]
+
+
 def model_picker() -> ModelChoice:
     """The sidebar's model widgets; a new, valid choice is loaded and becomes the active model. -> the active one."""
     active = active_model()
-    for name, key in KEYS.items():  # re-seeded from the active choice where Streamlit dropped them (a page switch)
-        st.session_state[key] = st.session_state.get(key, getattr(active, name))
-    st.selectbox("Model", tuple(KINDS), key=KEYS["kind"], format_func=KINDS.get, help=KIND_HELP)
-    kind = st.session_state[KEYS["kind"]]
+    # The widgets' values are kept in "model_widgets", written by their callbacks, and every widget is seeded
+    # from it on every run: Streamlit drops (or resets) a widget's value on a page without it.
+    kept = st.session_state.setdefault("model_widgets", {name: getattr(active, name) for name in KEYS})
+    for name, key in KEYS.items():
+        st.session_state[key] = kept[name]
+    st.selectbox("Model", tuple(KINDS), key=KEYS["kind"], format_func=KINDS.get, help=KIND_HELP, on_change=_keep,
+                 args=("kind",))  # fmt: skip
+    kind = kept["kind"]
     if kind == FOLDER:
-        st.text_input("Model folder", key=KEYS["path"], placeholder="/path/to/model or model.gguf",
-                      help="A local transformers causal-LM folder or .gguf file; nothing is downloaded.")  # fmt: skip
+        st.text_input("Model folder", key=KEYS["path"], placeholder="/path/to/model or model.gguf", on_change=_keep,
+                      args=("path",), help="A local transformers causal-LM folder or .gguf file; nothing is downloaded.")  # fmt: skip
     if kind != ModelChoice().kind:
-        st.selectbox("Dtype", DTYPES, key=KEYS["dtype"], help=DTYPE_HELP)
-    wanted = ModelChoice(kind, st.session_state[KEYS["path"]] if kind == FOLDER else "",
-                         st.session_state[KEYS["dtype"]] if kind != ModelChoice().kind else ModelChoice().dtype)  # fmt: skip
+        st.selectbox("Dtype", DTYPES, key=KEYS["dtype"], help=DTYPE_HELP, on_change=_keep, args=("dtype",))
+    wanted = ModelChoice(kind, kept["path"] if kind == FOLDER else "",
+                         kept["dtype"] if kind != ModelChoice().kind else ModelChoice().dtype)  # fmt: skip
     if wanted != active:
         if (why := _load(wanted)) is None:
             st.session_state.model = active = wanted

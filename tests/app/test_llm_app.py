@@ -109,3 +109,51 @@ def test_the_chat_toggle_applies_the_tokenizers_chat_template():
     pieces = real_checkpoint(at.session_state["model"]).tokenizer
     assert pieces.decode(plain) == "hear me speak"
     assert chat == pieces.encode("<eos>user: hear me speak\n<eos>assistant: ") and chat != plain
+
+
+def on_page(at, page: str):
+    at.switch_page(f"pages/{page}.py")
+    return rerun(at)
+
+
+def test_the_lesson_and_the_tree_page_run_on_the_chosen_model():
+    at = open_page("pages/step.py", {"max_new_tokens": "12"})
+    pick_folder(at, folder("llama"))
+    on_page(at, "lesson")
+    assert (
+        not at.error and at.session_state["lesson_key"][2] == at.session_state["model"]
+    )  # the lesson's run: this model
+    click(at, "lesson_next")
+    assert at.session_state["lesson_step"] == 1 and not at.error
+    on_page(at, "tree")
+    assert at.button(key="switch_to_suffix") and not any(b.key == "switch_to_trie" for b in at.button)
+    click(at, "switch_to_suffix")
+    run = at.session_state["run"]
+    assert run.generation.settings.drafter == "suffix" and run.generation.trace.vocab[0] == "<eos>"
+    click(at, "nav_next")
+    assert run.cursor == 1 and not at.error
+
+
+def test_character_only_pages_say_so_in_one_sentence():
+    at = open_page("pages/step.py", {"max_new_tokens": "12"})
+    pick_folder(at, folder("llama"))
+    for page in ("nasd", "shootout", "exactness"):
+        on_page(at, page)
+        assert not at.error and len(at.info) == 1 and "runs on the character GPT only" in at.info[0].value
+    on_page(at, "atlas")
+    assert "the figures below are the character GPT's" in at.info[0].value
+
+
+def test_the_real_models_presets_never_trigger_the_apps_warnings():
+    from specviz.llm.presets import LLM_PRESETS
+
+    at = open_page("pages/step.py", {"max_new_tokens": "8"})
+    pick_folder(at, folder("llama"))
+    for p in LLM_PRESETS:
+        at.sidebar.selectbox(key="ctl_preset").set_value(p.name)
+        rerun(at)
+        assert at.sidebar.text_area(key="ctl_prompt").value == p.text
+        click(at, "nav_next")
+        assert not at.error and not at.warning and not at.info, p.name
+        tok = real_checkpoint(at.session_state["model"]).tokenizer
+        assert at.session_state["run"].generation.trace.prompt == tok.encode(p.text)

@@ -9,6 +9,7 @@ from specviz.core.record import worded
 from specviz.core.session import Session
 from ui.common import page_setup, question
 from ui.controls import active_session
+from ui.divergence_view import divergence_panel
 from ui.model_choice import run_models
 from ui.navigator import navigator
 from ui.phase_view import phase_view
@@ -63,3 +64,4 @@ def render() -> None:
         toggles.toggle("Presenter layout", key="presenter", help=PRESENTER_HELP, on_change=_keep_layout)
         toggles.toggle("Phase by phase", key="phase_mode", help=PHASE_HELP)
         navigator(session, view, compact=presenter)
+        divergence_panel(session)  # a real model at T = 0: equal to plain decoding? (ui/divergence_view.py)

@@ -157,3 +157,27 @@ def test_the_real_models_presets_never_trigger_the_apps_warnings():
         assert not at.error and not at.warning and not at.info, p.name
         tok = real_checkpoint(at.session_state["model"]).tokenizer
         assert at.session_state["run"].generation.trace.prompt == tok.encode(p.text)
+
+
+def test_greedy_runs_compare_with_plain_decoding_and_offer_float64():
+    from specviz.llm.divergence import first_departure
+
+    at = open_page("pages/step.py", {"max_new_tokens": "16", "temperature": "0.0", "drafter": "prompt-lookup"})
+    pick_folder(at, folder("llama"), dtype="float32")
+    for _ in range(3):
+        click(at, "nav_next")
+    click(at, "divergence_check")
+    run = at.session_state["run"]
+    tokens = [t for r in run.rounds[: run.cursor] for t in r.emitted]
+    want = first_departure(real_checkpoint(at.session_state["model"]), run.generation.trace.prompt, tokens)
+    if want is None:
+        assert f"Equal: the {len(tokens)} tokens so far" in at.success[0].value and "float32" in at.success[0].value
+    else:
+        assert f"Departed at generated token {want.index + 1}" in at.warning[0].value
+    click(at, "divergence_float64")
+    assert at.session_state["model"].dtype == "float64" and at.session_state["run"] is not run  # reloaded, restarted
+    for _ in range(3):
+        click(at, "nav_next")
+    click(at, "divergence_check")
+    assert "Equal:" in at.success[0].value and "float64" in at.success[0].value  # float64: equal, as it must be
+    assert not any(b.key == "divergence_float64" for b in at.button)  # already float64

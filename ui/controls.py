@@ -98,7 +98,10 @@ def chat_on(checkpoint) -> bool:
 def _on_preset() -> None:
     name = st.session_state.ctl_preset
     if name != FREE_TEXT:
-        st.session_state.ctl_prompt = next(p.text for p in _presets() if p.name == name)
+        # Any model's presets: the callback may run before this rerun's model switch takes effect
+        text = next((p.text for p in (*APP_PRESETS, *LLM_PRESETS) if p.name == name), None)
+        if text is not None:
+            st.session_state.ctl_prompt = text
 
 
 def _seed_widgets(spec: RunSpec) -> None:

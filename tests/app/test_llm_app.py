@@ -181,3 +181,14 @@ def test_greedy_runs_compare_with_plain_decoding_and_offer_float64():
     click(at, "divergence_check")
     assert "Equal:" in at.success[0].value and "float64" in at.success[0].value  # float64: equal, as it must be
     assert not any(b.key == "divergence_float64" for b in at.button)  # already float64
+
+
+def test_the_character_models_pages_import_no_transformers():
+    import subprocess
+    import sys
+
+    code = ("import sys, ui.controls, ui.step, ui.lesson, ui.atlas, ui.divergence_view, ui.model_choice; "
+            "print('transformers' in sys.modules)")  # fmt: skip
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"  # the cold start never pays for it

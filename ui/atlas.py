@@ -20,6 +20,7 @@ from specviz.teaching.atlas import BIAS, BIAS_SAMPLES, atlas_rows, bias_rows, me
 from specviz.teaching.exactness import ALPHA
 from specviz.teaching.presets import preset
 from ui.common import models_or_stop, other_cpu, page_setup, question
+from ui.model_choice import active_model, offered_drafters, run_models
 from ui.shootout import results
 from ui.widgets import chart, table
 
@@ -40,6 +41,10 @@ def render() -> None:
                "--threads 1` (docs/bench.jsonl), or this machine's when measured below: medians of interleaved "
                "repeats against plain decoding in the same run. A character model of 3M parameters on a 2-core CPU is "
                "not Vicuna-7B on a GPU: a target pass costs little more than a draft, so gains are smaller than the papers'.")  # fmt: skip
+    if (model := active_model()).real:  # the figures are the character model's; say which drafters run on this one
+        names = ", ".join(offered_drafters(run_models(model)[0]))
+        st.info(f"The sidebar's model is {md(model.label(), 80)}: the figures below are the character GPT's, and on "
+                f"this model the app runs {names} (Step through, the lesson and the tree page use it).")  # fmt: skip
     try:
         rows = [r for r in bench_rows(BENCH.read_text()) if r["suite"] != "batch"]  # the batch bench: its own page
     except (OSError, ValueError) as e:

@@ -114,7 +114,7 @@ def render() -> None:
                "characters are also compared with their exact joint distribution, enumerated. Settings come from the "
                "sidebar.")  # fmt: skip
     target, _ = models_or_stop()
-    valid = valid_spec(target)
+    valid = valid_spec(target, "The exactness lab")
     c = st.columns(2, vertical_alignment="bottom")
     c += [st.container(horizontal=True, gap="small")] * 2  # Run and the demo: labels whole at 1024 px
     samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",

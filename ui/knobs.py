@@ -12,9 +12,11 @@ import streamlit as st
 from specviz.core.record import Trace
 from specviz.core.session import Session
 from specviz.core.settings import KNOBS, method_knobs
-from specviz.teaching.presets import preset
+from specviz.llm.presets import LLM_PRESETS
+from specviz.teaching.presets import PRESETS
 from specviz.teaching.text_view import text_html
 from ui.controls import knob_widget
+from ui.model_choice import is_bpe, offered_drafters, run_models
 
 
 def _use(name: str, value) -> None:
@@ -26,7 +28,8 @@ def _copy(name: str) -> None:
 
 
 def _show(drafter: str, preset_name: str) -> None:
-    st.session_state.update(ctl_drafter=drafter, ctl_preset=preset_name, ctl_prompt=preset(preset_name).text)
+    text = next(p.text for p in (*PRESETS, *LLM_PRESETS) if p.name == preset_name)
+    st.session_state.update(ctl_drafter=drafter, ctl_preset=preset_name, ctl_prompt=text)
 
 
 def drafter_gate(session: Session, demos: dict[str, str], what: str) -> bool:
@@ -36,13 +39,20 @@ def drafter_gate(session: Session, demos: dict[str, str], what: str) -> bool:
     current = session.generation.settings.drafter
     if current in demos:
         return True
+    checkpoint = run_models()[0]
+    if is_bpe(checkpoint):  # a real model: the drafters it runs, on its quotation preset (where copying shows)
+        demos = {d: LLM_PRESETS[1].name for d in demos if d in offered_drafters(checkpoint)}
+        if not demos:
+            st.info(f"This page shows {what}, which no drafter the app runs on a real model has yet: pick the "
+                    "character GPT under Model in the sidebar.")  # fmt: skip
+            return False
     which = " or ".join(f"**{d}**" for d in demos)
     st.info(f"This page shows {what}, which only the {which} drafter{'s have' if len(demos) > 1 else ' has'}. "
             f"The sidebar's drafter is **{current}**.")  # fmt: skip
     row = st.container(horizontal=True)  # wraps: every label whole, however many drafters
     for i, (d, name) in enumerate(demos.items()):
         row.button(f"Show {d} on “{name}”", on_click=_show, args=(d, name), type="primary" if i == 0 else "secondary",
-                   key=f"switch_to_{d}", help=preset(name).blurb)  # fmt: skip
+                   key=f"switch_to_{d}", help=next(p.blurb for p in (*PRESETS, *LLM_PRESETS) if p.name == name))  # fmt: skip
     return False
 
 

@@ -10,29 +10,33 @@ from specviz.charts import lesson as lesson_charts
 from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW
 from specviz.core.engine import Generation
 from specviz.core.markup import md
+from specviz.core.record import worded
 from specviz.core.settings import Settings
+from specviz.llm.choice import ModelChoice
+from specviz.llm.presets import LLM_PRESETS
 from specviz.teaching import lesson
 from specviz.teaching.agreement import bench_figure, sentence, timing_figure
 from specviz.teaching.presets import preset
 from specviz.teaching.stats import acceptance_by_position
 from specviz.teaching.text_view import text_html
-from ui.common import costs_for, models_or_stop, page_setup, question, stored_bench
-from ui.controls import valid_spec
+from ui.common import page_setup, question, stored_bench
+from ui.controls import CHARACTER_GPT, valid_spec
+from ui.model_choice import active_model, run_costs, run_models
 from ui.widgets import chart, table
 
 SOURCES = ("The lesson's example", "The sidebar's run")
 
 
 @st.cache_data(max_entries=16, show_spinner="Running the lesson's rounds, and timing them against plain decoding…")
-def lesson_trace(settings: Settings, ids: tuple):
+def lesson_trace(settings: Settings, ids: tuple, model: ModelChoice = CHARACTER_GPT):
     """A run's first rounds (a Trace), until they show every case, and their measured speedup;
-    once per settings and prompt."""
-    target, tiny = models_or_stop()
-    costs = costs_for(settings)
-    gen = Generation(target, list(ids), settings, tiny.model, costs=costs)
+    once per settings, prompt and model."""
+    target, draft_model = run_models(model)
+    costs = run_costs(settings, model)
+    gen = Generation(target, list(ids), settings, draft_model, costs=costs)
     while len(gen.trace.rounds) < lesson.MAX_ROUNDS and not gen.done and not lesson.enough(gen.trace.rounds):
         gen.step()
-    return gen.trace, lesson.measure_speedup(target, tiny.model, list(ids), settings, len(gen.trace.rounds),
+    return gen.trace, lesson.measure_speedup(target, draft_model, list(ids), settings, len(gen.trace.rounds),
                                              costs=costs)  # fmt: skip
 
 
@@ -131,23 +135,25 @@ def render() -> None:
     page_setup()
     st.title("Guided lesson: one round, step by step")
     question("What happens in one round of speculative decoding, one step at a time?")
-    target, _ = models_or_stop()
-    valid = valid_spec(target)
+    valid = valid_spec()  # the sidebar's model (ui/model_choice.py)
+    model = active_model()
+    target = run_models(model)[0]
     c = st.columns([3, 2])
     source = c[0].radio("Lesson run", SOURCES, horizontal=True, key="lesson_source",
                         help="The example is a run chosen because its rounds show every case. The sidebar's run "
                         "follows your settings.")  # fmt: skip
     predict = c[1].toggle("Predict, then reveal", key="lesson_predict",
                           help="Guess whether each draft will be accepted before the lesson shows it.")  # fmt: skip
-    if source == SOURCES[0]:
-        settings, ids = lesson.EXAMPLE, target.tokenizer.encode(preset(lesson.EXAMPLE_PRESET).text)
+    if source == SOURCES[0]:  # on a real model: its quotation preset, which prompt lookup and n-grams draft
+        text = LLM_PRESETS[1].text if model.real else preset(lesson.EXAMPLE_PRESET).text
+        settings, ids = lesson.EXAMPLE, target.tokenizer.encode(text)
     elif valid is None:
         st.info("The sidebar's settings need fixing first (see the message above), or use the lesson's example.")
         st.stop()
     else:
         settings, ids = valid[0].settings, valid[1]
     try:
-        trace, timing = lesson_trace(settings, tuple(ids))
+        trace, timing = lesson_trace(settings, tuple(ids), model)
     except (ValueError, RuntimeError) as e:
         st.error(f"The run could not go on: {md(e)}")
         st.stop()
@@ -156,7 +162,7 @@ def render() -> None:
         st.warning("In its first rounds this run drafted nothing (the 'none' drafter?), so there is no round to explain. "
                    "Pick a drafter in the sidebar, or use the lesson's example.")  # fmt: skip
         st.stop()
-    key = (settings, tuple(ids))
+    key = (settings, tuple(ids), model)
     if st.session_state.get("lesson_key") != key:  # a new run: start at the top, forget the guesses
         st.session_state.lesson_key, st.session_state.lesson_step, st.session_state.lesson_answers = key, 0, {}
     st.session_state.lesson_step = min(st.session_state.lesson_step, len(steps) - 1)
@@ -166,8 +172,8 @@ def render() -> None:
     step = steps[i]
     locked = predict and "check" in step.parts and i not in st.session_state.lesson_answers
     navigation(len(steps), predict, locked)
-    st.subheader(step.title)
-    st.markdown(step.text)
+    st.subheader(worded(step.title, trace.vocab))
+    st.markdown(worded(step.text, trace.vocab))
     draw(step, trace, timing, settings, predict, i)
     with st.expander("Glossary: every metric the app shows", expanded=False):
         glossary_table(trace.rounds, settings, counts=False, timing=timing)

@@ -18,7 +18,7 @@ def render() -> None:
     )
     st.caption("N-gram assisted speculative decoding drafts from a table, not a model: (last n−1 characters) → counts of "
                "the next character. It starts from the prompt's n-grams and learns from every round.")  # fmt: skip
-    if (session := active_session()) is not None and drafter_gate(session, {NASDDrafter.name: NASDDrafter.preset},
+    if (session := active_session("The NASD storage page")) is not None and drafter_gate(session, {NASDDrafter.name: NASDDrafter.preset},
                                                                   "the NASD storage"):  # fmt: skip
         drafter_knob_row(NASDDrafter.name)
         navigator(session, nasd_view)

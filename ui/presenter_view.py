@@ -11,6 +11,7 @@ import streamlit as st
 
 from specviz import charts
 from specviz.charts import tries
+from specviz.core.record import worded
 from specviz.core.session import Session
 from specviz.teaching.text_view import LEGEND, STYLE, text_body
 from ui.round_view import (
@@ -70,7 +71,7 @@ def presenter_view(session: Session) -> None:
             with st.container(key="sv-checks"):
                 checks(r, vocab, max_rows=TABLE_ROWS)
         else:
-            st.info(NO_DRAFT)
+            st.info(worded(NO_DRAFT, vocab))
     with right:
         if r.draft_tokens:
             with st.container(key="sv-pq"):

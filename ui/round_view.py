@@ -8,7 +8,7 @@ from specviz import charts
 from specviz.charts import tries
 from specviz.charts.verdict import PQ_WORDS
 from specviz.core.markup import md
-from specviz.core.record import RoundRecord, Trace
+from specviz.core.record import RoundRecord, Trace, worded
 from specviz.core.session import Session
 from specviz.teaching.replay import replay_html
 from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
@@ -21,18 +21,19 @@ def totals(session: Session, key: str | None = None) -> None:
     """The running totals, a row of metrics (in a container with ``key``, for a page's CSS to size)."""
     rounds = session.rounds[: session.cursor]
     t = running_totals(rounds, session.generation.settings.k)
+    vocab = session.generation.trace.vocab
     # A row that wraps: each figure keeps its width, so none is cut to "3..." on a projector.
     row = st.container(horizontal=True, gap="medium", key=key)
     for label, value, help in (
         ("Rounds", t["rounds"], DEFINITIONS["rounds"]),
         ("Tokens/forward", f"{t['tokens_per_forward']:.2f}", DEFINITIONS["tokens_per_forward"]),
         ("α (acceptance rate)", f"{t['acceptance_rate']:.1%}", DEFINITIONS["acceptance_rate"]),
-        ("Characters", t["tokens"], DEFINITIONS["tokens"]),
+        (worded("Characters", vocab), t["tokens"], DEFINITIONS["tokens"]),
         ("Expected/round", f"{t['expected_per_round']:.2f}", DEFINITIONS["expected_per_round"]),
-        ("Measured/round", f"{t['tokens_per_forward']:.2f}", "Characters emitted per round so far."),
+        ("Measured/round", f"{t['tokens_per_forward']:.2f}", worded("Characters emitted per round so far.", vocab)),
     ):
         row.metric(label, value, help=help, width="content")
-    st.caption(f"{t['accepted']} of {t['tried']} checked draft characters accepted; "
+    st.caption(f"{t['accepted']} of {t['tried']} checked draft {worded('characters', vocab)} accepted; "
                f"{t['reprefills']} context-window re-prefills (the window moved, so the KV cache, the keys and values "
                "the target stored per position, was rebuilt).")  # fmt: skip
     if rounds:
@@ -48,8 +49,8 @@ def sibling_tries(r: RoundRecord, vocab: list[str]) -> None:
                    "accepted, or it was the only child.")  # fmt: skip
         return
     node = st.selectbox("Node", nodes, format_func=lambda n: tries.node_name(r, vocab, n), key=f"tries_{r.index}",
-                        help="A node whose children were tried one after another (the root is the last context "
-                        "character).")  # fmt: skip
+                        help=worded("A node whose children were tried one after another (the root is the last "
+                                    "context character).", vocab))  # fmt: skip
     st.caption(md(tries.tries_sentence(r, vocab, node, r.draft_sampling)))
     table(tries.tries_frame(r, vocab, node), tries.HELP, tries.VIEW)
 
@@ -70,7 +71,9 @@ def pq_chart(r: RoundRecord, vocab: list[str], height: int | None = None) -> Non
         required=True,
         key=f"pq_position_{r.index}",
         wrap=True,  # every position whole at 1024 px, on as many lines as it takes
-        help="The target's p and the draft's q over the vocabulary, at the drafted character picked here.",
+        help=worded(
+            "The target's p and the draft's q over the vocabulary, at the drafted character picked here.", vocab
+        ),
         label_visibility="visible" if height is None else "collapsed",
     )
     fig = charts.pq_bars(positions[i], vocab)
@@ -106,7 +109,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
     if r.k_choice is not None:
         chart(charts.k_choice_bars(r.k_choice), "k_choice")
     if not r.draft_tokens:
-        st.info(NO_DRAFT)
+        st.info(worded(NO_DRAFT, vocab))
     else:
         checks(r, vocab)
         if tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn

@@ -5,10 +5,13 @@ full one (ui/round_view.py), a toggle kept in st.session_state across pages."""
 
 import streamlit as st
 
+from specviz.core.record import worded
 from specviz.core.session import Session
 from specviz.kernels import native
 from ui.common import page_setup, question
 from ui.controls import active_session
+from ui.divergence_view import divergence_panel
+from ui.model_choice import run_models
 from ui.navigator import navigator
 from ui.phase_view import phase_view
 from ui.presenter_view import presenter_view, style
@@ -43,22 +46,24 @@ def render() -> None:
     # Kept across pages in a key of its own: Streamlit drops a widget's value when a page without it
     # runs, so the toggle is seeded from presenter_kept and writes back to it.
     st.session_state.presenter = presenter = st.session_state.get("presenter_kept", True)
+    explain = worded(EXPLAIN, run_models()[0].tokenizer.pieces)  # "tokens" on a real model's word pieces
     if presenter:
         style()
         head = st.container(key="sv-head", horizontal=True, vertical_alignment="center", gap="small")
         head.title("Step through", width="content")
         with head.popover("About", icon=":material/info:", help="What this page shows"):
             question(QUESTION)
-            st.caption(EXPLAIN)
+            st.caption(explain)
     else:
         head = st.container()
         head.title("Step through speculative decoding")
         with head:
             question(QUESTION)
-            st.caption(EXPLAIN)
+            st.caption(explain)
     if (session := active_session()) is not None:
         toggles = head if presenter else st.container(horizontal=True, gap="medium")
         toggles.toggle("Presenter layout", key="presenter", help=PRESENTER_HELP, on_change=_keep_layout)
         toggles.toggle("Phase by phase", key="phase_mode", help=PHASE_HELP)
         navigator(session, view, compact=presenter)
+        divergence_panel(session)  # a real model at T = 0: equal to plain decoding? (ui/divergence_view.py)
     native.prepare_in_background()  # drawn: now the kernels (a first round waits for what is left of a build)

@@ -1,16 +1,22 @@
 """The verification of one round, position by position: what was drafted (q), what the target
-wanted (p), the overlap min(p, q) that is accepted, and what is drawn when it is not."""
+wanted (p), the overlap min(p, q) that is accepted, and what is drawn when it is not.
+
+A distribution comes as a whole row (a tensor) or, for a wide vocabulary, as the record's top entries and
+the rest (record.TopRest); the charts take either. Over word pieces (a BPE vocabulary) a bar for "the rest"
+shows the mass of every token not drawn, so the bars shown plus the rest sum to 1."""
 
 import pandas as pd
 import plotly.graph_objects as go
 import torch
 
 from specviz.charts.figure import arrow, bar, figure
-from specviz.core.record import PositionRecord, RoundRecord
+from specviz.core.record import PositionRecord, RoundRecord, TopRest, word_pieces, worded
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
 CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]
 VISIBLE = str.maketrans({"\n": "\u21b5", " ": "\u2423"})  # newline and space as glyphs one can see
+REST = "the rest"  # the category of the bar for every token not shown
+REST_COLOUR = "#9CA3AF"
 
 
 def label(vocab: list[str], token: int) -> str:
@@ -24,11 +30,28 @@ def label_text(vocab: list[str], tokens) -> str:
     return "".join(label(vocab, int(t)) for t in tokens)
 
 
-def _top(vectors: list[list[float]], must: list[int], top: int) -> list[int]:
+def entries(dist: torch.Tensor | TopRest) -> dict[int, float]:
+    """A distribution's recorded probabilities by id: every id of a whole row, the kept ones of a TopRest."""
+    if isinstance(dist, TopRest):
+        return dict(zip(dist.ids, dist.probs, strict=True))
+    return dict(enumerate(dist.tolist()))
+
+
+def _top(vectors: list[dict[int, float]], must: list[int], top: int) -> list[int]:
     """Token ids to show: the ``must`` ones, then the largest under any of the vectors."""
-    best = sorted(range(len(vectors[0])), key=lambda t: -max(v[t] for v in vectors))
+    best = sorted(vectors[0], key=lambda t: -max(v[t] for v in vectors))
     ids = list(dict.fromkeys([t for t in must if t is not None] + best))[:top]
     return sorted(ids, key=lambda t: -vectors[0][t])
+
+
+def _rest_shown(dist, vocab: list[str]) -> bool:
+    """Whether a chart adds the bar for the rest: on a TopRest, and over word pieces (never the character model's)."""
+    return isinstance(dist, TopRest) or word_pieces(vocab)
+
+
+def rest_mass(values: dict[int, float], ids: list[int]) -> float:
+    """What the bar for the rest shows: 1 - the shown probabilities (never below 0 from rounding)."""
+    return max(0.0, 1.0 - sum(values[t] for t in ids))
 
 
 def _layout(title: str, annotations: list[dict]) -> dict:
@@ -40,13 +63,19 @@ def _layout(title: str, annotations: list[dict]) -> dict:
 def pq_bars(pos: PositionRecord, vocab: list[str], top: int = 12) -> go.Figure:
     """p and q side by side over the top tokens, min(p, q) shaded over them, the candidate
     marked, and alpha = sum over the WHOLE vocabulary of min(p, q) in the title."""
-    p, q = pos.p.tolist(), pos.q.tolist()
+    p, q = entries(pos.p), entries(pos.q)
     ids = _top([p, q], [pos.token], top)
     x = [label(vocab, t) for t in ids]
-    alpha = sum(min(a, b) for a, b in zip(p, q, strict=True))
+    if isinstance(pos.p, TopRest):
+        alpha = pos.p.overlap
+    else:
+        alpha = sum(min(a, b) for a, b in zip(p.values(), q.values(), strict=True))
+    py, qy = [p[t] for t in ids], [q[t] for t in ids]
+    if _rest_shown(pos.p, vocab):  # the rest: p's and q's mass on every token not shown
+        x, py, qy = x + [REST], py + [rest_mass(p, ids)], qy + [rest_mass(q, ids)]
     data = [
-        bar(x, [p[t] for t in ids], "p (target)", marker={"color": P_COLOUR}, width=0.4, offset=-0.42),
-        bar(x, [q[t] for t in ids], "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
+        bar(x, py, "p (target)", marker={"color": P_COLOUR}, width=0.4, offset=-0.42),
+        bar(x, qy, "q (draft)", marker={"color": Q_COLOUR}, width=0.4, offset=0.02),
         # Drawn last, hatched and see-through: the accepted mass shows across both bars.
         bar(x, [min(p[t], q[t]) for t in ids], "min(p, q)", width=0.9, offset=-0.45,
             marker={"color": MIN_COLOUR, "pattern": {"shape": "x", "fgcolor": "#00664A"},
@@ -60,11 +89,15 @@ def pq_bars(pos: PositionRecord, vocab: list[str], top: int = 12) -> go.Figure:
     return figure(data, _layout(title, [mark]))
 
 
-def _draw_bars(dist: torch.Tensor, drawn: int, vocab: list[str], name: str, title: str, top: int) -> go.Figure:
-    dist = dist.tolist()
+def _draw_bars(row: torch.Tensor | TopRest, drawn: int, vocab: list[str], name: str, title: str,
+               top: int) -> go.Figure:  # fmt: skip
+    dist = entries(row)
     ids = _top([dist], [drawn], top)
     colours = [DRAW_COLOUR if t == drawn else P_COLOUR for t in ids]
-    data = [bar([label(vocab, t) for t in ids], [dist[t] for t in ids], name, marker={"color": colours})]
+    x, y = [label(vocab, t) for t in ids], [dist[t] for t in ids]
+    if _rest_shown(row, vocab):
+        x, y, colours = x + [REST], y + [rest_mass(dist, ids)], colours + [REST_COLOUR]
+    data = [bar(x, y, name, marker={"color": colours})]
     return figure(data, _layout(title, [arrow(label(vocab, drawn), dist[drawn], "drawn")]))
 
 
@@ -79,6 +112,7 @@ def bonus_bars(r: RoundRecord, vocab: list[str], top: int = 12) -> go.Figure:
     """After a fully accepted draft (or none: a plain step): the target's next distribution, and the
     bonus drawn from it. Two short lines: the chart is ~300 px wide beside the text at 1024 px."""
     why = "every drafted character accepted: one more, free" if r.draft_tokens else "nothing drafted: a plain step"
+    why = worded(why, vocab)
     return _draw_bars(r.bonus_p, r.bonus, vocab, "p (target)",
                       f"Bonus: {label(vocab, r.bonus)!r}, drawn from p<br><sub>{why}</sub>", top)  # fmt: skip
 

@@ -19,7 +19,7 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.adaptive.policy import AdaptiveK
-from specviz.core.record import RoundRecord, Trace
+from specviz.core.record import FULL_LIMIT, RoundRecord, Trace, compact
 from specviz.core.sampling import Stream, probs_from_logits
 from specviz.core.settings import Settings
 from specviz.core.target import TargetModel, room, window_start
@@ -266,6 +266,8 @@ class Generation:
             extra_tokens=draft.extra.tokens if draft.extra else [],
             extra_positions=positions[1 + len(draft.tokens) :],
         )
+        if self.target.vocab_size > FULL_LIMIT:  # a real model's rows: kept as top-k + the rest (record.py)
+            compact(record)
         record.accept_s = time.perf_counter() - t2  # accept, trim the cache, update the drafter, record
         self.trace.rounds.append(record)
         return record

@@ -4,11 +4,14 @@ forth without recomputing, and a trace can be saved as JSON or CSV.
 Distributions are float64 tensors over the whole vocabulary, stored as the verifier made them
 (often views of one (N+1, V) tensor): a round is recorded on every step of every run, so the
 record stays cheap, and conversion to lists or frames happens when a chart or an export asks.
+Over a vocabulary wider than FULL_LIMIT (a real model's) they are kept as ``TopRest``: the top
+entries and the mass of the rest (``compact``).
 Timings are the only wall-clock measurements; ``to_json(timings=False)`` leaves them out, and
 what remains is the same, byte for byte, for the same seed and settings.
 """
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 import pandas as pd
@@ -17,6 +20,10 @@ import torch
 from specviz.core.choice import Choice
 
 TIMING_FIELDS = ("draft_s", "verify_s", "accept_s")
+# Records keep whole p and q rows up to this vocabulary (the character model's 65); a wider one (SmolLM2's
+# 49,152: 390 KB a row in float64, several rows a round) keeps its TOP_K largest entries and the rest's mass.
+FULL_LIMIT = 4096
+TOP_K = 20
 
 
 def plain(value):
@@ -28,6 +35,66 @@ def plain(value):
     if isinstance(value, list | tuple):
         return [plain(v) for v in value]
     return value
+
+
+def word_pieces(vocab: list[str]) -> bool:
+    """Whether tokens are word pieces (some piece is longer than one character: a BPE tokenizer's), read from
+    the vocabulary itself. Cheap: a BPE vocabulary has a long piece among its first ids."""
+    return any(len(p) > 1 for p in vocab)
+
+
+_CHARACTER = re.compile(r"\b([Cc])haracter(s?)\b")
+
+
+def worded(text: str, vocab: list[str]) -> str:
+    """Our own sentence about "characters" as it reads for this vocabulary: "tokens" over word pieces."""
+    if not word_pieces(vocab):
+        return text
+    return _CHARACTER.sub(lambda m: ("T" if m.group(1) == "C" else "t") + "oken" + m.group(2), text)
+
+
+@dataclass
+class TopRest:
+    """A distribution over a wide vocabulary as recorded: its largest entries, and one number for the mass of
+    all the others (probs + [rest] sums to 1 up to rounding). For a drafted position p and q are kept over the
+    same ids, so a chart shows both at each of them."""
+
+    ids: list[int]  # (k,) token ids: the largest of p or q, and the token the round checked or drew
+    probs: list[float]  # (k,) their probabilities
+    rest: float  # the total probability of every id not in ids
+    size: int  # V: the vocabulary the distribution is over
+    overlap: float | None = None  # a position's p: Σ min(p, q) over the whole vocabulary (its acceptance chance)
+
+    def __getitem__(self, token: int) -> float:
+        """The probability of a kept id (KeyError for any other: its probability was not recorded)."""
+        return self.probs[self.ids.index(int(token))]
+
+
+def top_rest(dist: torch.Tensor, ids: list[int], overlap: float | None = None) -> TopRest:
+    """``dist`` (V,) kept at ``ids``: their probabilities and the mass of the rest, summed from the whole row."""
+    probs = dist[ids].tolist()
+    return TopRest(ids, probs, float(dist.sum()) - sum(probs), dist.numel(), overlap)
+
+
+def _kept_ids(rows: list[torch.Tensor], must: list[int | None], k: int) -> list[int]:
+    """The ids to keep: ``must`` first (the drafted or drawn token), then each row's k largest, largest first."""
+    best = [i for row in rows for i in torch.topk(row, min(k, row.numel())).indices.tolist()]
+    return list(dict.fromkeys([int(t) for t in must if t is not None] + best))
+
+
+def compact(record: "RoundRecord", k: int = TOP_K) -> None:
+    """Replace a round's p, q, residual and bonus rows by their top ``k`` + the rest (TopRest), in place,
+    when the vocabulary is wider than FULL_LIMIT; a narrower one keeps its whole rows."""
+    for pos in record.positions:
+        if not isinstance(pos.p, torch.Tensor) or pos.p.numel() <= FULL_LIMIT:
+            return
+        ids = _kept_ids([pos.p, pos.q], [pos.token, pos.sampled], k)
+        overlap = float(torch.minimum(pos.p, pos.q).sum())
+        pos.p, pos.q = top_rest(pos.p, ids, overlap), top_rest(pos.q, ids)
+    for name, drawn in (("residual", record.correction), ("bonus_p", record.bonus)):
+        row = getattr(record, name)
+        if isinstance(row, torch.Tensor) and row.numel() > FULL_LIMIT:
+            setattr(record, name, top_rest(row, _kept_ids([row], [drawn], k)))
 
 
 @dataclass
@@ -44,8 +111,8 @@ class PositionRecord:
     u: float | None  # uniform draw, None when none was needed (temperature 0)
     accepted: bool
     sampled: int | None  # nasd-seed variant only: the token sampled from p
-    q: torch.Tensor  # (V,) what x was drafted from (one-hot for deterministic drafters)
-    p: torch.Tensor  # (V,) what x was tried against: the target's row, or a residual after a rejected sibling
+    q: torch.Tensor | TopRest  # (V,) what x was drafted from (one-hot for deterministic drafters)
+    p: torch.Tensor | TopRest  # (V,) what x was tried against: the target's row, or a residual after a rejected sibling
 
 
 @dataclass
@@ -65,9 +132,9 @@ class RoundRecord:
     draft_notes: dict
     positions: list[PositionRecord]
     accepted_path: list[int]  # draft nodes accepted, root to leaf
-    residual: torch.Tensor | None  # (V,) on rejection: what the correction was drawn from
+    residual: torch.Tensor | TopRest | None  # (V,) on rejection: what the correction was drawn from
     correction: int | None
-    bonus_p: torch.Tensor | None  # (V,) after a fully accepted draft: what the bonus was drawn from
+    bonus_p: torch.Tensor | TopRest | None  # (V,) after a fully accepted draft: what the bonus was drawn from
     bonus: int | None
     emitted: list[int]
     emitted_kinds: list[str]  # per emitted token: "accepted", "correction" or "bonus"

@@ -16,7 +16,8 @@ containing markup shows as text.
 
 import html
 
-from specviz.core.record import RoundRecord, Trace
+from models.tokenizer import marked
+from specviz.core.record import RoundRecord, Trace, word_pieces
 from specviz.teaching.phases import Phase
 
 STYLE = """<style>
@@ -31,6 +32,7 @@ STYLE = """<style>
 .sv-pending { text-decoration: underline dotted #6B7280 2px; }
 .sv-focus { outline: 3px solid #0072B2; outline-offset: 1px; }
 .sv-now { font-weight: 700; }
+.sv-piece { box-shadow: inset -1px 0 0 #9CA3AF; }  /* word pieces: a hairline where each token ends */
 .sv-legend { font-size: 13px; }
 .sv-legend span { margin-right: 0.8em; display: inline-block; white-space: nowrap; }  /* items wrap whole */
 </style>"""
@@ -50,9 +52,15 @@ def _glyph(piece: str) -> str:
     return piece.replace("\n", "\u21b5\n")
 
 
-def _span(kind: str, piece: str, title: str, now: bool = False, focus: bool = False) -> str:
-    """One token's piece of text (one character, or several), marked as ``kind``."""
+def _span(kind: str, vocab: list[str], token: int, title: str, now: bool = False, focus: bool = False) -> str:
+    """One token's piece of text (one character, or several), marked as ``kind``. Word pieces show where
+    each token starts and ends: a hairline between tokens, their spaces and newlines as visible markers
+    (models/tokenizer.py ``marked``), and the id in the hover."""
     cls = f"sv-{kind}" + (" sv-now" if now else "") + (" sv-focus" if focus else "")
+    piece = vocab[token]
+    if word_pieces(vocab):
+        return (f'<span class="{cls} sv-piece" title="{html.escape(f"{title} · id {token}")}">'
+                f"{html.escape(marked(piece))}</span>")  # fmt: skip
     return f'<span class="{cls}" title="{html.escape(title)}">{html.escape(_glyph(piece))}</span>'
 
 
@@ -62,24 +70,24 @@ def round_spans(r: RoundRecord, vocab: list[str], now: bool) -> list[str]:
     out = []
     for node, tok in zip(r.accepted_path, r.emitted, strict=False):
         p = tried[node]
-        out.append(_span("accepted", vocab[tok], f"round {r.number}: accepted draft, p={p.p_x:.3f} q={p.q_x:.3f}", now))
+        out.append(_span("accepted", vocab, tok, f"round {r.number}: accepted draft, p={p.p_x:.3f} q={p.q_x:.3f}", now))
     if now:
         for p in r.positions:
             if not p.accepted:
                 title = f"round {r.number}: rejected, p={p.p_x:.3f} q={p.q_x:.3f} u={p.u}"
-                out.append(_span("rejected", vocab[p.token], title, True))
+                out.append(_span("rejected", vocab, p.token, title, True))
         depth = len(r.accepted_path)
         if r.correction is not None and r.tree_mask is None:  # a chain: the rest of the draft
             for tok in r.draft_tokens[depth + 1 :]:
                 out.append(
-                    _span("unchecked", vocab[tok], f"round {r.number}: drafted after a rejection, never checked")
+                    _span("unchecked", vocab, tok, f"round {r.number}: drafted after a rejection, never checked")
                 )
     last = r.emitted[-1]
     if r.correction is not None:
         title = f"round {r.number}: correction drawn from the residual, residual(x)={float(r.residual[last]):.3f}"
-        out.append(_span("correction", vocab[last], title, now))
+        out.append(_span("correction", vocab, last, title, now))
     else:
-        out.append(_span("bonus", vocab[last], f"round {r.number}: bonus token, p={float(r.bonus_p[last]):.3f}", now))
+        out.append(_span("bonus", vocab, last, f"round {r.number}: bonus token, p={float(r.bonus_p[last]):.3f}", now))
     return out
 
 
@@ -93,23 +101,23 @@ def phase_spans(r: RoundRecord, vocab: list[str], phase: Phase) -> list[str]:
     for i, p in enumerate(r.positions[:done]):
         kind = "accepted" if p.accepted else "rejected"
         title = f"round {r.number}: {kind}, p={p.p_x:.3f} q={p.q_x:.3f} u={p.u}"
-        out.append(_span(kind, vocab[p.token], title, True, focus=phase.stage == "check" and i == phase.check))
+        out.append(_span(kind, vocab, p.token, title, True, focus=phase.stage == "check" and i == phase.check))
     if r.tree_mask is None:  # a chain: the candidates after the checks so far
         rejected = any(not p.accepted for p in r.positions[:done])
         for tok in r.draft_tokens[done:]:
             kind = "unchecked" if rejected else "pending"
             out.append(
-                _span(kind, vocab[tok], f"round {r.number}: drafted, {'never' if rejected else 'not yet'} checked")
+                _span(kind, vocab, tok, f"round {r.number}: drafted, {'never' if rejected else 'not yet'} checked")
             )
     if phase.stage in ("residual", "bonus"):
         last = r.emitted[-1]
-        out.append(_span(phase.stage if phase.stage == "bonus" else "correction", vocab[last],
+        out.append(_span(phase.stage if phase.stage == "bonus" else "correction", vocab, last,
                          f"round {r.number}: {phase.stage}", True, focus=True))  # fmt: skip
     return out
 
 
 def prompt_spans(trace: Trace) -> str:
-    return "".join(_span("prompt", trace.vocab[t], "prompt") for t in trace.prompt)
+    return "".join(_span("prompt", trace.vocab, t, "prompt") for t in trace.prompt)
 
 
 def text_body(trace: Trace, cursor: int, phase: Phase | None = None) -> str:

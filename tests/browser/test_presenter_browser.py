@@ -14,6 +14,17 @@ SCROLLED_JS = """() => [...document.querySelectorAll('*')]
   .map(e => e.tagName + '.' + e.className)"""
 
 
+def parts_outside(page, width: int, height: int) -> dict:
+    """The PARTS not wholly inside a ``width`` x ``height`` viewport, with their boxes (each must be on the page)."""
+    outside = {}
+    for name, selector in PARTS.items():
+        box = page.locator(selector).bounding_box()
+        assert box is not None, f"{name} ({selector}) is not on the page"
+        if box["x"] < 0 or box["y"] < 0 or box["x"] + box["width"] > width or box["y"] + box["height"] > height:
+            outside[name] = box
+    return outside
+
+
 @pytest.mark.parametrize("size", [(1024, 768), (1280, 720)], ids=["1024x768", "1280x720"])
 def test_one_round_fits_a_projector(app_url, browser, tmp_path, size):
     width, height = size
@@ -26,11 +37,6 @@ def test_one_round_fits_a_projector(app_url, browser, tmp_path, size):
     wait_idle(page)
     page.screenshot(path=tmp_path / f"step-{width}x{height}.png")
     assert page.evaluate(SCROLLED_JS) == [], "the page scrolled"
-    outside = {}
-    for name, selector in PARTS.items():
-        box = page.locator(selector).bounding_box()
-        assert box is not None, f"{name} ({selector}) is not on the page"
-        if box["x"] < 0 or box["y"] < 0 or box["x"] + box["width"] > width or box["y"] + box["height"] > height:
-            outside[name] = box
+    outside = parts_outside(page, width, height)
     context.close()
     assert not outside, f"outside the {width}x{height} viewport: {outside}"

@@ -6,6 +6,7 @@ import inspect
 import json
 import re
 
+import pytest
 import torch
 
 from models.gpt import GPT, GPTConfig
@@ -87,13 +88,14 @@ def test_a_trace_with_multi_character_pieces_reads_and_charts_as_its_pieces():
     assert trace.rounds_frame()["text"].tolist() == [" cab"]
     assert [label(PIECES, t) for t in range(3)] == ["ab", "\u2423c", "\u21b5"]
     assert label_text(PIECES, [0, 1, 2]) == "ab\u2423c\u21b5"
-    # The charts' categories are the pieces' labels, one per token.
+    # The charts' categories are the pieces' labels, one per token, and a bar for the rest (none left here).
     bars = pq_bars(trace.rounds[0].positions[0], PIECES)
-    assert set(bars.data[0].x) == {"ab", "\u2423c", "\u21b5"} and len(bars.data[0].x) == 3
-    assert set(bonus_bars(trace.rounds[0], PIECES).data[0].x) == {"ab", "\u2423c", "\u21b5"}
-    # One span per token, holding its whole piece.
+    assert set(bars.data[0].x[:-1]) == {"ab", "\u2423c", "\u21b5"} and bars.data[0].x[-1] == "the rest"
+    assert bars.data[0].y[-1] == pytest.approx(0.0, abs=1e-12)
+    assert set(bonus_bars(trace.rounds[0], PIECES).data[0].x) == {"ab", "\u2423c", "\u21b5", "the rest"}
+    # One span per token, holding its whole piece, its space and newline marked and its id in the hover.
     page = text_html(trace, 1)
-    assert ">ab<" in page and "> c<" in page and "\u21b5\n<" in page
+    assert ">ab<" in page and ">\u00b7c<" in page and "\u21b5\n<" in page and "· id 1" in page
     # The race's lanes carry one piece per token into their script, which shows token i as pieces[i].
     ln = lane(trace, "x")
     assert ln.pieces == [" c", "ab"] and ln.chars == " cab"

@@ -14,12 +14,14 @@ import streamlit as st
 
 from specviz.charts import exactness as charts
 from specviz.core.markup import md
+from specviz.core.record import worded
 from specviz.drafters import drafter_class
 from specviz.teaching.exactness import ALPHA, MAX_SAMPLES, chi_square, rule_sentence, run_exactness, verdict
 from specviz.teaching.presets import preset
 from specviz.verifiers import LOSSLESS, VERIFIERS
-from ui.common import models_or_stop, page_setup, question
+from ui.common import page_setup, question
 from ui.controls import FREE_TEXT, previous_run_note, valid_spec
+from ui.model_choice import active_model, run_models
 from ui.widgets import chart
 
 KEEP = 8  # results kept per browser session
@@ -29,7 +31,7 @@ DEMO = {"ctl_drafter": _DEMO_DRAFTER.name, "ctl_temperature": 1.0, "ctl_k": 4, "
 
 
 def _key(spec, samples: int, n_tokens: int) -> tuple:
-    return spec.settings, spec.prompt, samples, n_tokens
+    return spec.settings, spec.prompt, samples, n_tokens, active_model()
 
 
 def _set_verification(value: str, demo: bool) -> None:
@@ -44,8 +46,9 @@ def _keep_last(text: str) -> None:
 
 
 def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
-    target, tiny = models_or_stop()
-    bar = st.progress(0.0, text=f"Computing the target's exact distribution over the first {n_tokens} characters…")
+    target, draft_model = run_models()
+    what = f"all {spec.settings.k + 1} tokens, pruned" if target.bpe else f"the first {n_tokens} characters"
+    bar = st.progress(0.0, text=f"Computing the target's exact distribution over {what}…")
     clock = {}
 
     def progress(i: int) -> None:
@@ -56,15 +59,15 @@ def run(spec, ids: list[int], samples: int, n_tokens: int) -> dict | None:
             bar.progress(i / samples, text=f"{i:,} of {samples:,} generations, about {left:.0f} s left")
 
     try:
-        res = run_exactness(target, ids, spec.settings, samples, tiny.model, n_tokens=n_tokens, progress=progress)
+        res = run_exactness(target, ids, spec.settings, samples, draft_model, n_tokens=n_tokens, progress=progress)
     except (ValueError, RuntimeError) as e:
         st.error(f"The run could not finish: {md(e)}")
         return None
     finally:
         bar.empty()
     rest = tuple(range(1, n_tokens))
-    return {"result": res, "settings": spec.settings, "prompt": spec.prompt,
-            "first": chi_square(res.observed.sum(rest), res.expected.sum(rest)) if rest else None,
+    first = None if res.cells is not None or not rest else chi_square(res.observed.sum(rest), res.expected.sum(rest))
+    return {"result": res, "settings": spec.settings, "prompt": spec.prompt, "first": first,
             "reference_tv": charts.reference_tv(res.expected, samples)}  # fmt: skip
 
 
@@ -77,19 +80,24 @@ def _p(test) -> str:
 
 def show(entry: dict, vocab: list[str]) -> None:
     res, s = entry["result"], entry["settings"]
-    st.caption(f"{s.drafter} drafter, {s.verification} verification, temperature {s.temperature}, K = {s.k}, "
-               f"{res.samples:,} runs of {res.new_tokens} characters (seeds {s.seed}–{s.seed + res.samples - 1}) "
-               f"after the prompt ending:")  # fmt: skip
+    st.caption(worded(f"{s.drafter} drafter, {s.verification} verification, temperature {s.temperature}, K = "
+                      f"{s.k}, {res.samples:,} runs of {res.new_tokens} characters (seeds {s.seed}–"
+                      f"{s.seed + res.samples - 1}) after the prompt ending:", vocab))  # fmt: skip
     st.code(entry["prompt"][-60:], language=None)
     kind, sentence = verdict(res, ALPHA)
     SHOW[kind](sentence)
     st.caption(md(rule_sentence(s.verification)))
     first = entry["first"]
-    st.caption(f"Every position ({res.new_tokens} of them, probability integral transform): {_p(res.joint)}. The "
-               f"first {res.expected.dim()} characters, enumerated exactly: {_p(res.first)}. The first character "
-               f"alone: {_p(first) if first is not None else 'as above'}. The verdict's p-value is twice the smaller "
-               f"of the first two (Bonferroni); exact sampling gives p-values spread evenly between 0 and 1, a biased "
-               f"rule p-values near 0 once N is large enough. The level {ALPHA} is fixed in advance.")  # fmt: skip
+    alone = (
+        ""
+        if res.cells is not None
+        else f" The first character alone: {_p(first) if first is not None else 'as above'}."
+    )
+    st.caption(worded(f"Every position ({res.new_tokens} of them, probability integral transform): {_p(res.joint)}. "
+                      f"{res.enumerated[0].upper()}{res.enumerated[1:]}: {_p(res.first)}.{alone} The verdict's p-value "
+                      f"is twice the smaller of the first two (Bonferroni); exact sampling gives p-values spread evenly "
+                      f"between 0 and 1, a biased rule p-values near 0 once N is large enough. The level {ALPHA} is "
+                      f"fixed in advance.", vocab))  # fmt: skip
     row = st.container(horizontal=True, gap="medium")  # wraps: no label cut to "Chi-square, eve…" at 1024 px
     row.metric("Chi-square, every position", f"{res.joint.statistic:.1f}", help=f"Pearson's, on {res.joint.dof} "
                 "degrees of freedom: the sum over positions of the test that the transformed values are uniform.", width="content")  # fmt: skip
@@ -101,36 +109,44 @@ def show(entry: dict, vocab: list[str]) -> None:
                 "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.", width="content")  # fmt: skip
     chart(charts.position_chart(res), "exact_positions")
     chart(charts.sequence_chart(res, vocab), "exact_sequences")
-    chart(charts.first_char_chart(res, vocab), "exact_first")
+    if res.cells is None:  # a real model's cells are whole sequences: no first-token marginal is kept
+        chart(charts.first_char_chart(res, vocab), "exact_first")
 
 
 def render() -> None:
     page_setup()
     st.title("Exactness lab")
     question("Is the output distributed exactly as the target's own, whatever the drafter and the rule?")
-    st.caption("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
-               "generations of K + 1 characters (so the first round drafts K and every draft position is checked) and "
-               "test what came out against the target's exact distribution at every position; the first few "
-               "characters are also compared with their exact joint distribution, enumerated. Settings come from the "
-               "sidebar.")  # fmt: skip
-    target, _ = models_or_stop()
-    valid = valid_spec(target, "The exactness lab")
+    target, _ = run_models()
+    vocab = target.tokenizer.pieces
+    enumerated = ("the first few characters are also compared with their exact joint distribution, enumerated."
+                  if not target.bpe else "the joint distribution of all K + 1 tokens is enumerated with pruning: the "
+                  "likeliest sequences are cells of their own, every other one goes to one rest cell, whose mass is "
+                  "known exactly. Each run costs a few passes of the model: start with a few hundred.")  # fmt: skip
+    st.caption(worded("Speculative decoding promises the target's distribution exactly, whatever the drafter. Run many "
+                      "generations of K + 1 characters (so the first round drafts K and every draft position is "
+                      "checked) and test what came out against the target's exact distribution at every position; "
+                      f"{enumerated} Settings come from the sidebar.", vocab))  # fmt: skip
+    valid = valid_spec(target)
     c = st.columns(2, vertical_alignment="bottom")
     c += [st.container(horizontal=True, gap="small")] * 2  # Run and the demo: labels whole at 1024 px
     samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",
                                     help="More runs detect smaller biases (and take longer)."))  # fmt: skip
     n_tokens = c[1].radio("First characters enumerated", [2, 3], index=1, horizontal=True, key="ex_tokens",
                           help="The first characters' exact joint distribution, drawn below and tested on its own; every "
-                          "position up to K + 1 is tested either way. 2 is faster.")  # fmt: skip
+                          "position up to K + 1 is tested either way. 2 is faster. (A real model: all K + 1 tokens, pruned.)",
+                          disabled=target.bpe)  # fmt: skip
     # The target reads the prompt and the K generated characters before the last in one window: no sliding.
     k_now = valid[0].settings.k if valid is not None else 0
     fits = target.config.block_size - k_now
     if valid is not None and len(valid[1]) > fits:
-        st.error(f"The exact distributions are computed in one window of {target.config.block_size} characters: the "
-                 f"prompt ({len(valid[1]):,} characters) and the first {k_now} generated ones (K = {k_now}). Keep the "
-                 f"prompt's last {fits} characters to test here.")  # fmt: skip
+        st.error(worded(f"The exact distributions are computed in one window of {target.config.block_size} characters: "
+                        f"the prompt ({len(valid[1]):,} characters) and the first {k_now} generated ones (K = {k_now}). "
+                        f"Keep the prompt's last {fits} characters to test here.", vocab))  # fmt: skip
         tail = target.tokenizer.decode(valid[1][-fits:])  # the text of the prompt's last ``fits`` tokens
-        st.button(f"Keep the last {fits} characters", on_click=_keep_last, args=(tail,), key="ex_keep_last")
+        st.button(
+            worded(f"Keep the last {fits} characters", vocab), on_click=_keep_last, args=(tail,), key="ex_keep_last"
+        )
         valid = None
     clicked = c[2].button("Run", type="primary", icon=":material/play_arrow:", disabled=valid is None, key="ex_run")
     verification = st.session_state.get("ctl_verification", LOSSLESS)

@@ -11,13 +11,16 @@ import torch
 
 from specviz.charts.distributions import P_COLOUR, Q_COLOUR, _layout, label_text
 from specviz.charts.figure import bar, figure
+from specviz.core.markup import plotly_text
 from specviz.teaching.exactness import ExactnessResult, tv
 
 
-def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: list[str], top: int = 15) -> list[dict]:
+def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: list[str], top: int = 15,
+                 labels: list[str] | None = None) -> list[dict]:  # fmt: skip
     """The ``top`` most likely outcomes under the target, plus any outcome observed more often
     than the least of them (what a biased rule over-produces), most likely first.
-    ``expected``: probabilities, ``counts``: observed counts, both (V,) * n_tokens."""
+    ``expected``: probabilities, ``counts``: observed counts, both (V,) * n_tokens; or, with ``labels`` (one
+    per entry), any two vectors of outcomes: a pruned enumeration's cells and its rest."""
     n = int(counts.sum())
     e, c = expected.flatten(), counts.flatten().double() / n
     likely = [i for i in e.argsort(descending=True)[:top].tolist() if e[i] > 0]
@@ -27,8 +30,9 @@ def outcome_rows(expected: torch.Tensor, counts: torch.Tensor, vocab: list[str],
     for i in sorted(set(likely) | set(frequent), key=lambda i: -float(e[i])):
         tokens = torch.unravel_index(torch.tensor(i), expected.shape)
         P = float(e[i])
-        rows.append({"outcome": label_text(vocab, tokens), "expected": P, "observed": float(c[i]),
-                     "count": int(counts.flatten()[i]), "band": 2 * math.sqrt(P * (1 - P) / n)})  # fmt: skip
+        text = labels[i] if labels is not None else label_text(vocab, tokens)
+        rows.append({"outcome": plotly_text(text), "expected": P, "observed": float(c[i]),
+                     "count": int(counts.flatten()[i]), "band": 2 * math.sqrt(max(0.0, P * (1 - P)) / n)})  # fmt: skip
     return rows
 
 
@@ -45,7 +49,15 @@ def outcome_bars(rows: list[dict], title: str) -> go.Figure:
     return figure(data, layout)
 
 
+REST = "the rest"  # a pruned enumeration's last cell: every sequence it did not keep
+
+
 def sequence_chart(res: ExactnessResult, vocab: list[str], top: int = 15) -> go.Figure:
+    if res.cells is not None:  # a real model: all K + 1 tokens, the pruned cells and the rest
+        labels = [label_text(vocab, cell) for cell in res.cells] + [REST]
+        title = (f"All {res.new_tokens} tokens: the likeliest sequences and the rest, expected vs observed "
+                 f"({res.samples:,} runs)")  # fmt: skip
+        return outcome_bars(outcome_rows(res.expected, res.observed, vocab, top, labels), title)
     title = f"The first {res.expected.dim()} characters: the likeliest outcomes, expected vs observed ({res.samples:,} runs)"
     return outcome_bars(outcome_rows(res.expected, res.observed, vocab, top), title)
 

@@ -137,7 +137,7 @@ def test_the_lesson_and_the_tree_page_run_on_the_chosen_model():
 def test_character_only_pages_say_so_in_one_sentence():
     at = open_page("pages/step.py", {"max_new_tokens": "12"})
     pick_folder(at, folder("llama"))
-    for page in ("nasd", "shootout", "exactness"):
+    for page in ("nasd", "shootout"):
         on_page(at, page)
         assert not at.error and len(at.info) == 1 and "runs on the character GPT only" in at.info[0].value
     on_page(at, "atlas")
@@ -192,3 +192,29 @@ def test_the_character_models_pages_import_no_transformers():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"  # the cold start never pays for it
+
+
+def test_the_exactness_lab_runs_on_the_chosen_model():
+    """All K + 1 tokens enumerated with pruning: the page's figures are the lab's own on the folder's model, and
+    its chart shows the kept sequences and the rest cell."""
+    from specviz.charts.exactness import REST
+    from specviz.teaching.exactness import run_exactness
+
+    at = open_page("pages/step.py", {"drafter": "prompt-lookup", "k": "2", "temperature": "1.0"})
+    pick_folder(at, folder("llama", scale=1.0))  # peaky: its likeliest sequences are cells of their own
+    on_page(at, "exactness")
+    assert not at.error and not any("character GPT only" in i.value for i in at.info)
+    assert at.radio(key="ex_tokens").disabled  # a real model enumerates every token, pruned
+    at.number_input(key="ex_samples").set_value(200)
+    at.button(key="ex_run").click()
+    rerun(at)
+    assert not at.error, [e.value for e in at.error]
+    entry = at.session_state["ex_results"][at.session_state["ex_last"]]
+    ck = real_checkpoint(at.session_state["model"])
+    res = run_exactness(ck, ck.tokenizer.encode(entry["prompt"]), entry["settings"], 200)
+    assert res.cells == entry["result"].cells and res.cells
+    assert res.p_value is not None and at.metric[1].value == f"{res.p_value:.3g}"
+    spec = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("All 3 tokens"))
+    assert REST in spec["data"][0]["x"]
+    assert "enumerated with pruning" in " ".join(c.value for c in at.caption)
+    assert "characters" not in " ".join(c.value for c in at.caption)  # our sentences say "tokens" here

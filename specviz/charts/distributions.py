@@ -16,7 +16,7 @@ P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,
 CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]
 VISIBLE = str.maketrans({"\n": "\u21b5", " ": "\u2423"})  # newline and space as glyphs one can see
 REST = "the rest"  # the category of the bar for every token not shown
-REST_COLOUR = "#9CA3AF"
+REST_COLOUR = "#999999"  # palette.GREY: the mass of every token not shown
 
 
 def label(vocab: list[str], token: int) -> str:

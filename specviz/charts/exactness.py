@@ -9,7 +9,7 @@ import math
 import plotly.graph_objects as go
 import torch
 
-from specviz.charts.distributions import P_COLOUR, Q_COLOUR, _layout, label_text
+from specviz.charts.distributions import P_COLOUR, Q_COLOUR, REST, _layout, label_text
 from specviz.charts.figure import bar, figure
 from specviz.core.markup import plotly_text
 from specviz.teaching.exactness import ExactnessResult, tv
@@ -47,9 +47,6 @@ def outcome_bars(rows: list[dict], title: str) -> go.Figure:
     ]  # fmt: skip
     layout = {**_layout(title, []), "barmode": "group", "height": 340, "yaxis": {"title": {"text": "frequency"}}}
     return figure(data, layout)
-
-
-REST = "the rest"  # a pruned enumeration's last cell: every sequence it did not keep
 
 
 def sequence_chart(res: ExactnessResult, vocab: list[str], top: int = 15) -> go.Figure:

@@ -32,7 +32,7 @@ STYLE = """<style>
 .sv-pending { text-decoration: underline dotted #6B7280 2px; }
 .sv-focus { outline: 3px solid #0072B2; outline-offset: 1px; }
 .sv-now { font-weight: 700; }
-.sv-piece { box-shadow: inset -1px 0 0 #9CA3AF; }  /* word pieces: a hairline where each token ends */
+.sv-piece { box-shadow: inset -1px 0 0 #999999; }  /* word pieces: a hairline where each token ends */
 .sv-legend { font-size: 13px; }
 .sv-legend span { margin-right: 0.8em; display: inline-block; white-space: nowrap; }  /* items wrap whole */
 </style>"""

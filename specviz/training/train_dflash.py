@@ -29,6 +29,7 @@ import torch
 from safetensors import safe_open
 from tqdm import tqdm
 
+from models.artifacts import sha256
 from models.checkpoint import atomic_write
 from models.dflash import DFlashConfig, DFlashHead, load_dflash, save_dflash
 from specviz.training import heads
@@ -105,8 +106,13 @@ def train(args, command: str) -> dict:
     c = model.config
     config = DFlashConfig(3, LAYERS[3], c.n_embd, c.n_head, c.vocab_size, 1, args.slots)
     head = DFlashHead(config).attach(model)
+    init = None
     if args.init is not None:
-        head.load_state_dict(load_dflash(target, args.init).state_dict())
+        start = load_dflash(target, args.init)
+        head.load_state_dict(start.state_dict())
+        # where the weights began, for the model card: the run that trained them
+        init = {"path": args.init, "sha256": sha256(args.init), "labels": start.meta.get("labels", "corpus")}
+        init |= {k: start.meta.get(k) for k in ("command", "iterations", "train_seconds")}
     opt, resume = heads.optimiser(head, args, "dflash", f" {args.roots} {args.labels} {args.init}")
     T, K = args.block, args.slots
 
@@ -131,7 +137,7 @@ def train(args, command: str) -> dict:
     metrics, elapsed = heads.fit(head, opt, args, resume, batch_loss, quick_eval)
     meta = {"command": command, "iterations": args.max_iters, "train_seconds": round(elapsed, 1),
             "threads": args.threads, "batch_size": args.batch_size, "block": T, "roots": args.roots,
-            "labels": args.labels, "init": args.init,
+            "labels": args.labels, "init": init,
             "seed": args.seed, "lr": args.lr, "final_losses": {k: round(v, 4) for k, v in metrics.items()},
             "corpus_sha256": hashlib.sha256(text.encode()).hexdigest(), "torch": torch.__version__}  # fmt: skip
     save_dflash(args.out, head, target.path, meta)

@@ -269,3 +269,15 @@ def test_bench_drafters_flag_refuses_an_unknown_name_in_one_line(capsys):
     assert cli.main(["bench", "--quick", "--drafters", ",", "--no-transformers"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error:") and "unknown drafter" in line for line in err)
+
+
+def test_the_card_says_what_the_shipped_heads_slots_learnt(target):
+    """models/README.md's DFlash section is read from the head's header: its labels and, for a fine-tuned
+    head, the file it began from (its sha256 and run)."""
+    from specviz.training.model_card import LABELS, dflash_section
+
+    meta = load_dflash(target).meta
+    text = "\n".join(dflash_section())
+    assert LABELS[meta["labels"]] in text
+    if meta.get("init"):
+        assert meta["init"]["sha256"][:16] in text and meta["init"]["command"] in text

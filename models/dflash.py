@@ -77,16 +77,19 @@ class DFlashHead(EagleHead):
         out, _ = self.h(rows, kv, block_mask(T, roots, m).to(u.device))
         return h, out.view(B, roots.numel(), m, C)
 
-    def loss(self, feats: torch.Tensor, tokens: torch.Tensor, next_top: torch.Tensor, roots: torch.Tensor):
+    def loss(self, feats: torch.Tensor, tokens: torch.Tensor, next_top: torch.Tensor, roots: torch.Tensor,
+             later: torch.Tensor | None = None):  # fmt: skip
         """feats (F, B, T, C), tokens (B, T), next_top (B, T, C) the target's top feature one position on
         (f_{i+1}, whose ln_f/lm_head give p_{i+1}, the target's distribution over x_{i+2}); roots (R,) with
-        roots + block - 1 <= T. -> (weighted CE summed over slots, {"ce<s>": float})"""
+        roots + block - 1 <= T; later (B, R, block - 1, V), optional: the labels of slots 2..block instead of
+        the corpus positions' (the target's distributions along its own continuation from each root).
+        -> (weighted CE summed over slots, {"ce<s>": float})"""
         h, hm = self.block_hidden(feats, tokens, roots)
         p = self.logits(next_top).softmax(-1)  # (B, T, V)
         ce1 = -(p * self.logits(h).log_softmax(-1)).sum(-1).mean()
         total, metrics = ce1, {"ce1": ce1.item()}
         for j in range(hm.size(2)):  # slot s = j + 2 predicts x_{r+1+s}: label p_{r+s-1+1} = p at entry r + j + 1
-            label = p[:, roots + j + 1]  # (B, R, V)
+            label = p[:, roots + j + 1] if later is None else later[:, :, j].float()  # (B, R, V)
             ce = -(label * self.logits(hm[:, :, j]).log_softmax(-1)).sum(-1).mean()
             total = total + SLOT_DECAY ** (j + 1) * ce
             metrics[f"ce{j + 2}"] = ce.item()

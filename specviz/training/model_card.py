@@ -153,6 +153,11 @@ def mtp_section() -> list[str]:
             f"`{sha256(MTP_PATH)[:16]}…` |", "", *command_lines("Trained", m["command"])]  # fmt: skip
 
 
+# train-dflash --labels: what slots 2..K of the head were trained to predict
+LABELS = {"corpus": "the target's distributions at the corpus positions (teacher-forced on the corpus)",
+          "target": "the target's distributions along its own greedy continuation from each root (self-distillation)"}  # fmt: skip
+
+
 def dflash_section() -> list[str]:
     """The parallel (DFlash) head's card, from its header (models/dflash.py)."""
     if not DFLASH_FILE.is_file():
@@ -160,6 +165,9 @@ def dflash_section() -> list[str]:
     head = load_dflash(load_checkpoint("target"))
     m, c = head.meta, head.config
     acc = m["val_slot_accuracy"]
+    i = m.get("init")
+    init = (f", fine-tuned from the head `{i['path']}` (sha256 `{i['sha256'][:16]}…`: {i['iterations']} iterations, "
+            f"{i['train_seconds'] / 60:.1f} min, slots 2..{c.block} on {i['labels']} labels, `{i['command']}`)") if i else ""  # fmt: skip
     return ["## Parallel (DFlash) head", "",
             f"A one-block head that fills {c.block} slots in one pass from the target's features (blocks {list(c.layers)}, "
             "fused), after DFlash (`models/dflash.py`, drafters `dflash` and `dflash-tree`). Paired with "
@@ -170,6 +178,7 @@ def dflash_section() -> list[str]:
             "| | |", "|---|---|",
             f"| training | {m['iterations']} iterations x {m['batch_size']} windows of {m['block']}, {m['roots']} blocks "
             f"rooted per window |",
+            f"| slots 2..{c.block} learnt | {LABELS[m.get('labels', 'corpus')]}{init} |",
             f"| time | {m['train_seconds'] / 60:.1f} min, {m['threads']} thread (torch {m['torch']}) |",
             f"| val acceptance by slot 1..{c.block} | {' / '.join(f'{a:.2f}' for a in acc['cumulative'])} |",
             f"| file | `models/{DFLASH_FILE.name}`, {DFLASH_FILE.stat().st_size / 1e6:.1f} MB, sha256 "

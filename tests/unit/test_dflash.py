@@ -19,6 +19,7 @@ from specviz.drafters.dflash_tree import DFlashTreeDrafter
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
+from specviz.training.train_dflash import continuation_labels
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
 LONG = 300  # characters generated: the window jumps (block_size 256) at least once
@@ -155,21 +156,51 @@ def test_the_shipped_head_is_paired_with_the_target(target):
     assert head.config.block == 8 and head.meta["val_slot_accuracy"]["cumulative"][0] > 0.5
 
 
-def test_train_dflash_resumes_where_it_stopped(tmp_path, monkeypatch):
-    """An interrupted run continued from --resume-dir ends with the same head as an uninterrupted one."""
+@pytest.mark.parametrize("labels", [[], ["--labels", "target", "--init", "models/dflash.safetensors", "--slots", "8"]])
+def test_train_dflash_resumes_where_it_stopped(tmp_path, monkeypatch, labels):
+    """An interrupted run continued from --resume-dir ends with the same head as an uninterrupted one, with
+    corpus labels from fresh weights and with the target's own continuations from the shipped head (the
+    resumed run computes its labels again in its own --resume-dir: the same labels)."""
     corpus = tmp_path / "text.txt"
     corpus.write_text("".join(p.text for p in PRESETS) * 2)
     args = ["train-dflash", "--data", str(corpus), "--max-iters", "4", "--eval-interval", "2", "--batch-size", "2",
-            "--block", "24", "--roots", "4", "--slots", "4", "--eval-windows", "4"]  # fmt: skip
+            "--block", "24", "--roots", "4", "--slots", "4", "--eval-windows", "4", *labels]  # fmt: skip
     assert_training_resumes(args, tmp_path, monkeypatch, "dflash-*.pt")
+    if labels:  # the labels are kept, keyed by the target's sha256, for the next run
+        assert len(list((tmp_path / "rb").glob("labels-dflash-*.pt"))) == 1
+
+
+def test_continuation_labels_are_the_targets_greedy_continuation(target64):
+    """Row j - 1 of a root's labels is the target's distribution after the root and its own greedy y_1..y_j,
+    as plain decoding from that prefix computes it, for roots anywhere in the window, all roots in one batch."""
+    model = target64.model
+    x = torch.randint(65, (2, 40), generator=torch.Generator().manual_seed(3))
+    roots = torch.tensor([0, 7, 31])
+    labels = continuation_labels(model, x, roots, 5)  # (2, 3, 4, V)
+    assert labels.shape == (2, 3, 4, 65)
+    for b in range(2):
+        for i, r in enumerate(roots.tolist()):
+            seq = x[b : b + 1, : r + 2]  # up to the root's token x_{r+1}
+            for j in range(5):
+                logits, _ = model(seq, torch.arange(seq.size(1)))
+                if j:
+                    torch.testing.assert_close(
+                        labels[b, i, j - 1].double(), logits[0, -1].softmax(-1), atol=1e-3, rtol=0
+                    )
+                seq = torch.cat([seq, logits[:, -1:].argmax(-1)], dim=1)
 
 
 def test_train_dflash_bad_input_is_one_line(capsys):
     assert cli.main(["train-dflash", "--slots", "0", "--out", "/tmp/x.safetensors"]) == 2
     assert cli.main(["train-dflash", "--block", "999", "--out", "/tmp/x.safetensors"]) == 2
     assert cli.main(["train-dflash", "--roots", "500", "--out", "/tmp/x.safetensors"]) == 2
+    assert cli.main(["train-dflash", "--init", "/nonexistent.safetensors", "--out", "/tmp/x.safetensors"]) == 2
+    assert (
+        cli.main(["train-dflash", "--init", "models/dflash.safetensors", "--slots", "4", "--out", "/tmp/x.safetensors"])
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all(line.startswith("error:") for line in err)
+    assert len(err) == 5 and all(line.startswith("error:") for line in err)
 
 
 def test_the_slots_panel_chart_from_a_real_round(target, tiny):
@@ -238,3 +269,15 @@ def test_bench_drafters_flag_refuses_an_unknown_name_in_one_line(capsys):
     assert cli.main(["bench", "--quick", "--drafters", ",", "--no-transformers"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and all(line.startswith("error:") and "unknown drafter" in line for line in err)
+
+
+def test_the_card_says_what_the_shipped_heads_slots_learnt(target):
+    """models/README.md's DFlash section is read from the head's header: its labels and, for a fine-tuned
+    head, the file it began from (its sha256 and run)."""
+    from specviz.training.model_card import LABELS, dflash_section
+
+    meta = load_dflash(target).meta
+    text = "\n".join(dflash_section())
+    assert LABELS[meta["labels"]] in text
+    if meta.get("init"):
+        assert meta["init"]["sha256"][:16] in text and meta["init"]["command"] in text

@@ -8,6 +8,7 @@ Usage: .venv/bin/python benchmarks/screenshots.py [--out docs/screenshots] [--ur
 """
 
 import argparse
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -104,8 +105,11 @@ def shots(base: str) -> dict:
     for name, (query, key) in {**PANELS, **other_panels()}.items():
         link = f"{base}/step?" + "&".join(f"{k}={v}" for k, v in query.items())
         out[name] = lambda page, link=link, key=key: panel(page, link, key)
-    out["load"] = lambda page: open_plain(page, f"{base}/load")
     out["tree-shape"] = lambda page: stepped(page, f"{base}/tree?" + "&".join(f"{k}={v}" for k, v in shaped().items()))
+    # every other page the router lists, as it opens: a page added there is shot without an edit here
+    for name in re.findall(r'url_path="([^"]+)"', (ROOT / "app.py").read_text()):
+        if name not in out and not any(key.startswith(name) for key in out):
+            out[name] = lambda page, name=name: open_plain(page, f"{base}/{name}")
     return out
 
 

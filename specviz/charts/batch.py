@@ -3,6 +3,8 @@ batch bench (specviz/bench/batch.py), with its crossover marked (where the speed
 roofline beside it: this CPU's attainable flop/s against a pass's arithmetic intensity, with each batch
 size's passes placed on it (specviz/bench/roofline.py)."""
 
+import math
+
 import plotly.graph_objects as go
 
 from specviz.bench.batch import crossover
@@ -53,7 +55,8 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
             data.append({"type": "scatter", "mode": "markers", "x": [b], "y": [1.0], "name": f"{d}: crossover",
                          "showlegend": False, "marker": {"symbol": "x", "size": 14, "color": VERMILLION},
                          "hovertemplate": f"{d} crossover: B ≈ {b:.1f}<extra></extra>"})  # fmt: skip
-            notes.append({"x": b, "y": 1.0, "xref": "x", "yref": "y", "text": f"{d}: B ≈ {b:.0f}", "showarrow": True,
+            # on a log axis an annotation's x is the exponent (plotly): log10(B), or it lands at 10^B
+            notes.append({"x": math.log10(b), "y": 1.0, "xref": "x", "yref": "y", "text": f"{d}: B ≈ {b:.0f}", "showarrow": True,
                           "arrowhead": 2, "ay": 30 + 22 * len(notes), "font": {"color": VERMILLION}})  # fmt: skip
     layout = {"title": {"text": title + "<br><sub>above 1: speculation pays; × marks where it stops</sub>"},
               "height": 380, "margin": {"l": 50, "r": 10, "t": 70, "b": 40},

@@ -89,6 +89,9 @@ def test_the_charts_are_valid_plotly():
     go.Figure(fig.to_dict())
     marks = [t for t in fig.data if t.name == "a: crossover"]
     assert len(marks) == 1 and marks[0].x[0] == pytest.approx(crossover(rows, "a"))
+    # its label points at the mark: on a log axis plotly reads an annotation's x as the exponent
+    (note,) = fig.layout.annotations
+    assert 10**note.x == pytest.approx(crossover(rows, "a"))
     assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a"]  # plain decoding is the 1.0 line
     auto = [dict(r, k_auto=True, speedup=1.0) for r in fake("a", [(1, 1.5), (4, 1.0)])]
     fig = crossover_figure(rows + auto)

@@ -7,6 +7,7 @@ notes hold no passes (a skipped or adaptive-K idle round)."""
 import pandas as pd
 import streamlit as st
 
+from specviz.charts.distributions import label
 from specviz.core.record import RoundRecord
 from ui.widgets import table
 
@@ -34,7 +35,7 @@ def mtp_panel(r: RoundRecord, vocab: list[str]) -> None:
                 "with the model, whose features then carry more about later characters.")  # fmt: skip
     verdicts = [p.accepted for p in r.positions]
     rows = [{"depth": p["depth"], "module": p["depth"], "rows fed": p["rows"], "scratch": p["scratch"],
-             "token": vocab[d["token"]], "q": d["q"],
+             "token": label(vocab, d["token"]), "q": d["q"],
              "result": ("accepted" if verdicts[i] else "rejected") if i < len(verdicts) else "not reached"}
             for i, (p, d) in enumerate(zip(notes["passes"], notes["predicted"], strict=False))]  # fmt: skip
     table(pd.DataFrame(rows), HELP)

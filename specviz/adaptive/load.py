@@ -17,6 +17,9 @@ shrinking round, times B m(1, 1) / m(B, 1). And it is priced at what drafting me
 cost, which leaves out the call's own overhead (charged alone, that measured worse: docs/notes/adaptive.md;
 in a batch, a round's fixed costs weigh several times more). The per-round part rides on v_B(N) for N >= 2.
 
+Prices read the measured curve as ``physical`` fits it: a shared machine's noise can make a row look free or
+a bigger batch look cheaper per sequence, and adaptive K would then draft deeper at a busier batch.
+
 A roofline (specviz/bench/roofline.py) can stand in for m: it gives only the pass's shape, so it scales the
 lone curve, v_B(N) = v(N) [t(B N, B) / t(B, B)] / [t(N, 1) / t(1, 1)], and it leaves out the CPU beside the
 pass (why adaptive K kept drafting where it did not pay: docs/notes/batch.md).
@@ -36,6 +39,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 from pathlib import Path
 
 from specviz.adaptive.costs import N_MAX, CostCurve, curve_key
@@ -101,6 +105,43 @@ class LoadCurve:
         )
 
 
+def _isotonic(ys: list[float]) -> list[float]:
+    """The non-decreasing sequence nearest ``ys`` in least squares (pool adjacent violators, equal weights)."""
+    blocks: list[list[float]] = []  # [mean, count]
+    for y in ys:
+        blocks.append([y, 1])
+        while len(blocks) > 1 and blocks[-2][0] > blocks[-1][0]:
+            (m2, n2), (m1, n1) = blocks.pop(), blocks.pop()
+            blocks.append([(m1 * n1 + m2 * n2) / (n1 + n2), n1 + n2])
+    return [m for m, n in blocks for _ in range(n)]
+
+
+def physical(curve: LoadCurve) -> LoadCurve:
+    """A measured curve held to what a batched round must do, fitted in least squares: a sequence's plain round
+    costs no more in a bigger batch (share non-increasing in B), and one more row a sequence costs at least
+    nothing, and no less in a bigger batch (each step of m(B, N) / m(B, 1) between measured N is >= 0 and
+    non-decreasing in B). A shared machine's noise breaks both (a dip at one B, a row that seems free), and
+    prices that break them make adaptive K draft deeper at a busier batch than at a lighter one. Slopes are
+    fitted where every B has the same N; a curve that does not is left as measured."""
+    bs = sorted(curve.share)
+    share = dict(zip(bs, [-s for s in _isotonic([-curve.share[b] for b in bs])], strict=True))
+    ns = sorted(curve.ratio[bs[0]])
+    if any(sorted(curve.ratio[b]) != ns for b in bs):
+        return LoadCurve(share, curve.ratio, curve.source)
+    slopes = {b: [max(0.0, (curve.ratio[b][n2] - curve.ratio[b][n1]) / (n2 - n1)) for n1, n2 in pairwise(ns)]
+              for b in bs}  # fmt: skip
+    for i in range(len(ns) - 1):
+        for b, s in zip(bs, _isotonic([slopes[b][i] for b in bs]), strict=True):
+            slopes[b][i] = s
+    ratio = {}
+    for b in bs:
+        r = {ns[0]: curve.ratio[b][ns[0]]}
+        for (n1, n2), s in zip(pairwise(ns), slopes[b], strict=True):
+            r[n2] = r[n1] + s * (n2 - n1)
+        ratio[b] = r
+    return LoadCurve(share, ratio, curve.source)
+
+
 @dataclass(frozen=True)
 class Drafting:
     """What drafting costs on this CPU, in lone plain rounds (``measure_drafting``)."""
@@ -119,8 +160,8 @@ class LoadCosts:
     def __init__(
         self, base: CostCurve, seconds: "Callable[[int, int], float] | LoadCurve", drafting: dict | None = None
     ):
-        self.measured = seconds if isinstance(seconds, LoadCurve) else None
-        self.base, self.seconds = base, seconds.seconds if self.measured else seconds
+        self.measured = physical(seconds) if isinstance(seconds, LoadCurve) else None
+        self.base, self.seconds = base, self.measured.seconds if self.measured else seconds
         self.drafting = dict(drafting or {})
         self._at: dict[tuple, tuple[CostCurve, float]] = {}
 

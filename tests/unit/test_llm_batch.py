@@ -123,3 +123,37 @@ def test_batched_equals_alone_and_the_cache_is_a_prefill_every_round(kind, B, te
     if B > 1:
         assert max(batch.rows) > B, "no sequence drafted: the batch carried no speculative rows"
         assert len({len(p) for p, _ in reqs}) == B  # caches of different lengths
+
+
+def test_the_batch_bench_on_a_real_model(capsys, tmp_path):
+    """bench --batch --model: the rows carry the model's name, plain decoding and the word-piece drafters at each
+    B, the same tokens as plain decoding (float64); the chart draws them as lines of their own, and the load
+    page's own rows (the character model's) leave them out."""
+    from specviz.bench.batch import crossover, llm_drafters
+    from specviz.bench.rows import rows_from_jsonl
+    from specviz.charts.batch import crossover_figure
+    from specviz.cli.main import main
+    from specviz.drafters import BASELINE
+    from specviz.teaching.load import batch_rows
+    from tests.llm_models import folder
+
+    name, out = str(folder("llama")), tmp_path / "rows.jsonl"
+    code = main(["bench", "--batch", "1,3", "--model", name, "--dtype", "float64", "--max-new-tokens", "6",
+                 "--repeats", "1", "--out", str(out)])  # fmt: skip
+    assert code in (0, None), capsys.readouterr().err
+    rows = rows_from_jsonl(out.read_text())
+    drafters = llm_drafters(4)
+    assert set(drafters) == {"trigram", "prompt-lookup"}  # by their traits (bpe and under_load; a peer)
+    assert [(r["batch"], r["drafter"]) for r in rows] == [(b, d) for b in (1, 3) for d in (BASELINE, *drafters)]
+    for r in rows:
+        assert r["model"] == name and r["suite"] == "batch" and not r["k_auto"]
+        assert r["tokens"] == 6 * r["batch"] and r["same_as_baseline"] is True
+        assert r["rows_per_pass"] > r["batch"] if r["drafter"] != BASELINE else r["rows_per_pass"] == r["batch"]
+    char = [dict(r, model=None, speedup=2.0 / r["batch"]) for r in rows]  # a character model's run beside it
+    fig = crossover_figure(rows + char)
+    lines = [t.name for t in fig.data if t.mode == "lines+markers"]
+    assert lines == [*drafters, *(f"{d} ({name})" for d in drafters)]
+    # each model's crossover from its own rows: 2.0 at B = 1 and 2/3 at 3 fall through 1 at B = 3 ** 0.75
+    assert crossover(rows + char, "trigram") == pytest.approx(3**0.75)
+    assert crossover(rows + char, "trigram", model=name) == crossover(rows, "trigram", model=name)
+    assert batch_rows(rows + char) == char and len(batch_rows(rows + char, every_model=True)) == 12

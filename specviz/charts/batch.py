@@ -9,11 +9,25 @@ import plotly.graph_objects as go
 
 from specviz.bench.batch import crossover
 from specviz.charts.figure import LEGEND_BELOW, PARITY_LINE, figure, nothing
-from specviz.charts.palette import BLUE, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from specviz.charts.palette import (
+    BLUE,
+    DARK_BLUE,
+    DARK_GREEN,
+    DARK_ORANGE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    SKY,
+    VERMILLION,
+)
 from specviz.drafters import BASELINE
 
-SERIES = (BLUE, ORANGE, PURPLE, SKY)  # one per drafter, with its own marker and dash (colour never alone)
-MARKERS, DASHES = ("circle", "square", "diamond", "triangle-up"), ("solid", "dash", "dot", "dashdot")
+# One per line (the character model's drafters, then a real model's), each with its own marker and dash (colour
+# never alone)
+SERIES = (BLUE, ORANGE, PURPLE, SKY, GREEN, DARK_ORANGE, DARK_BLUE, DARK_GREEN)
+MARKERS = ("circle", "square", "diamond", "triangle-up", "star", "hexagon", "pentagon", "cross")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash")
 
 
 def _drafters(rows: list[dict], model: str | None = None) -> list[str]:

@@ -157,6 +157,8 @@ def test_the_batch_bench_on_a_real_model(capsys, tmp_path):
     fig = crossover_figure(rows + char)
     lines = [t.name for t in fig.data if t.mode == "lines+markers"]
     assert lines == [*drafters, *(f"{d} ({name})" for d in drafters)]
+    looks = {(t.line.color, t.marker.symbol, t.line.dash) for t in fig.data if t.mode == "lines+markers"}
+    assert len(looks) == len(lines)  # the same drafter on the two models: two lines told apart
     # each model's crossover from its own rows: 2.0 at B = 1 and 2/3 at 3 fall through 1 at B = 3 ** 0.75
     assert crossover(rows + char, "trigram") == pytest.approx(3**0.75)
     assert crossover(rows + char, "trigram", model=name) == crossover(rows, "trigram", model=name)

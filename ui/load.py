@@ -36,17 +36,18 @@ def render() -> None:
     st.title("Why does speculation get slower on a busy server?")
     question("Speculative decoding made it slower: why, and when?")
     try:
-        rows = load.batch_rows(bench_rows(BENCH.read_text()))
+        stored = bench_rows(BENCH.read_text())
     except (OSError, ValueError) as e:
-        rows, why = [], md(e)
+        stored, why = [], md(e)
         st.error(f"No bench run to show ({why}).")
+    rows = load.batch_rows(stored)  # the character model's; the chart adds a real model's lines
     if rows:
         first = rows[0]
         st.caption(md(f"A stored run of the batch bench (python -m specviz bench --batch): {first['cpu']}, {first['date']}, "
                       f"{first['threads']} thread(s), load average {first['load_average']} (a busy shared machine: "
                       f"noisy), {first['new_tokens']} characters a sequence, median of {first['repeats']} "
                       "interleaved repeats; bars: their min–max. τ: tokens per target forward pass.") + other_cpu(first["cpu"]))  # fmt: skip
-    chart(crossover_figure(rows), "load_speedup")
+    chart(crossover_figure(load.batch_rows(stored, every_model=True)), "load_speedup")
     roof = machine_roofline()
     chart(roofline_figure(roof, rows, CONTEXT), "load_roofline")
     st.caption(f"Measured on this machine just now: the products' kernel reaches {roof.peak_flops / 1e9:.0f} "

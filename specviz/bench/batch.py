@@ -182,14 +182,16 @@ def drafting_costs(target, tiny, drafters, T: float, seed: int = 0) -> dict:
 
 def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES, drafters=DRAFTERS, k: int = 4,
                     temperature: float = 0.0, max_new_tokens: int = 64, repeats: int = 3, seed: int = 0,
-                    progress=None, load: LoadCosts | None = None) -> list[dict]:  # fmt: skip
+                    progress=None, load: LoadCosts | None = None, texts: list[str] | None = None,
+                    model: str | None = None) -> list[dict]:  # fmt: skip
     """One row per (batch size, configuration): plain decoding first, then each drafter at K = ``k``, and with
     ``load`` (specviz/adaptive/load.py) each drafter with adaptive K (up to AUTO_K_MAX) priced for the batch.
-    ``progress(done, total)`` after every timed batch."""
+    ``texts``: the prompts (default: the presets'); ``model``: a real model's name (--model), which its rows
+    carry (``target`` is then its LLMCheckpoint). ``progress(done, total)`` after every timed batch."""
     if not batches or min(batches) < 1 or repeats < 1:
         raise ValueError("the batch bench needs batch sizes of at least 1 and one repeat")
     bench_settings(BASELINE, temperature, k, max_new_tokens, seed).check()
-    prompts = [target.tokenizer.encode(p.text) for p in PRESETS]
+    prompts = [target.tokenizer.encode(t) for t in (texts or [p.text for p in PRESETS])]
     drafters = [d for d in dict.fromkeys(drafters) if d != BASELINE]
     configs = [(BASELINE, k, False)] + [(d, k, False) for d in drafters]
     configs += [(d, AUTO_K_MAX, True) for d in drafters if load is not None]
@@ -236,7 +238,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             verify_cost=None, accept_cost=None, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
             tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
             memory_mb=None, cpu=cpu, costs=load.describe(d) if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
-            rows_per_pass=first["rows"] / first["passes"],
+            rows_per_pass=first["rows"] / first["passes"], model=model,
             aa_speedup=statistics.median(a["seconds"] / b["seconds"] for a, b in zip(reps, again[B], strict=True))
             if (d, kd, auto) == configs[0] else None,
         )  # fmt: skip
@@ -245,16 +247,29 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
     return rows
 
 
-def crossover(rows: list[dict], drafter: str, auto: bool = False) -> float | None:
-    """The batch size where ``drafter``'s speedup falls through 1 (interpolated in log2 B between the
-    last batch size where it paid and the first where it did not); None if it never fell, or never paid."""
+def crossover(rows: list[dict], drafter: str, auto: bool = False, model: str | None = None) -> float | None:
+    """The batch size where ``drafter``'s speedup on ``model`` (None: the character model) falls through 1
+    (interpolated in log2 B between the last batch size where it paid and the first where it did not); None
+    if it never fell, or never paid."""
     pts = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == drafter
-                 and r.get("k_auto", False) == auto)  # fmt: skip
+                 and r.get("k_auto", False) == auto and r.get("model") == model)  # fmt: skip
     for (b0, s0), (b1, s1) in zip(pts, pts[1:], strict=False):
         if s0 >= 1 > s1:
             f = (s0 - 1) / (s0 - s1)
             return 2 ** (math.log2(b0) + f * (math.log2(b1) - math.log2(b0)))
     return None
+
+
+def llm_drafters(k: int) -> list[str]:
+    """The drafters the batch bench times on a real model: those it times on the character model that run on
+    word pieces (Drafter.bpe: the token trigram), and those a serving engine has a counterpart of (Drafter.peer:
+    prompt lookup, vLLM's n-gram), none that needs a draft model."""
+    out = []
+    for d in drafter_names(bpe=True, drafts=True):
+        cls = drafter_class(d)
+        if "draft_model" not in cls.needs and (d in DRAFTERS or cls.peer(k) is not None):
+            out.append(d)
+    return out
 
 
 def mean_context(target: Checkpoint, max_new_tokens: int) -> float:

@@ -70,6 +70,8 @@ class BenchRow:
     rows_per_pass: float | None = None
     # Suite "llm" (specviz/bench/llm.py): the prompt's name for a row of one prompt; None over the whole set.
     prompt: str | None = None
+    # Suite "batch" on a real model (bench --batch --model): its name; None: the character model.
+    model: str | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -81,7 +83,7 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
             "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None, "speedup_min": None, "speedup_max": None,
-            "date": None, "batch": None, "rows_per_pass": None, "prompt": None}  # fmt: skip
+            "date": None, "batch": None, "rows_per_pass": None, "prompt": None, "model": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:

@@ -9,27 +9,51 @@ import plotly.graph_objects as go
 
 from specviz.bench.batch import crossover
 from specviz.charts.figure import LEGEND_BELOW, PARITY_LINE, figure, nothing
-from specviz.charts.palette import BLUE, GREY, ORANGE, PURPLE, SKY, VERMILLION
+from specviz.charts.palette import (
+    BLUE,
+    DARK_BLUE,
+    DARK_GREEN,
+    DARK_ORANGE,
+    GREEN,
+    GREY,
+    ORANGE,
+    PURPLE,
+    SKY,
+    VERMILLION,
+)
 from specviz.drafters import BASELINE
 
-SERIES = (BLUE, ORANGE, PURPLE, SKY)  # one per drafter, with its own marker and dash (colour never alone)
-MARKERS, DASHES = ("circle", "square", "diamond", "triangle-up"), ("solid", "dash", "dot", "dashdot")
+# One per line (the character model's drafters, then a real model's), each with its own marker and dash (colour
+# never alone)
+SERIES = (BLUE, ORANGE, PURPLE, SKY, GREEN, DARK_ORANGE, DARK_BLUE, DARK_GREEN)
+MARKERS = ("circle", "square", "diamond", "triangle-up", "star", "hexagon", "pentagon", "cross")
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash")
 
 
-def _drafters(rows: list[dict]) -> list[str]:
-    return [d for d in dict.fromkeys(r["drafter"] for r in rows if r.get("suite") == "batch") if d != BASELINE]
+def _drafters(rows: list[dict], model: str | None = None) -> list[str]:
+    """The drafters of ``model``'s batch rows (None: the character model's), plain decoding left out."""
+    names = (r["drafter"] for r in rows if r.get("suite") == "batch" and r.get("model") == model)
+    return [d for d in dict.fromkeys(names) if d != BASELINE]
+
+
+def _series(rows: list[dict]) -> list[tuple[str | None, str]]:
+    """(model, drafter) of every line: the character model's drafters, then each real model's (bench --model)."""
+    models = dict.fromkeys(r.get("model") for r in rows if r.get("suite") == "batch")
+    return [(m, d) for m in sorted(models, key=lambda m: (m is not None, m or "")) for d in _drafters(rows, m)]
 
 
 def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding, by batch size") -> go.Figure:
     """``rows``: the batch bench's rows (suite "batch"). One line per drafter at fixed K, the speedup (median
     over repeats, the min-max range as error bars) at each batch size, 1.0 dotted, each crossover marked; and,
     where the rows have them, a thin line per drafter with adaptive K priced for the batch."""
-    drafters = _drafters(rows)
-    if not drafters:
+    series = _series(rows)
+    if not series:
         return nothing(title, "No batch bench rows: python -m specviz bench --batch 1,2,4,8,16,32,64")
     data, notes = [], []
-    for i, d in enumerate(drafters):
-        auto = sorted((r["batch"], r["speedup"]) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+    for i, (m, name) in enumerate(series):
+        ours = [r for r in rows if r.get("model") == m]  # a real model's rows are lines of their own
+        d = name if m is None else f"{name} ({m})"
+        auto = sorted((r["batch"], r["speedup"]) for r in ours if r.get("suite") == "batch" and r["drafter"] == name
                       and r.get("k_auto", False))  # fmt: skip
         if auto:
             c = SERIES[i % len(SERIES)]
@@ -38,7 +62,7 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
                          "line": {"color": c, "dash": "dot", "width": 1.5},
                          "marker": {"symbol": MARKERS[i % len(MARKERS)] + "-open", "size": 8, "color": c},
                          "hovertemplate": d + ", adaptive K, at B = %{x}: %{y:.2f}×<extra></extra>"})  # fmt: skip
-        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+        pts = sorted((r["batch"], r) for r in ours if r.get("suite") == "batch" and r["drafter"] == name
                      and not r.get("k_auto", False))  # fmt: skip
         xs, ys = [b for b, _ in pts], [r["speedup"] for _, r in pts]
         up = [r["speedup_max"] - r["speedup"] for _, r in pts]
@@ -50,7 +74,7 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
                      "error_y": {"type": "data", "array": up, "arrayminus": down, "color": c, "thickness": 1},
                      "customdata": [r["tokens_per_forward"] for _, r in pts],
                      "hovertemplate": d + " at B = %{x}: %{y:.2f}× (τ %{customdata:.2f})<extra></extra>"})  # fmt: skip
-        b = crossover(rows, d)
+        b = crossover(rows, name, model=m)
         if b is not None:
             data.append({"type": "scatter", "mode": "markers", "x": [b], "y": [1.0], "name": f"{d}: crossover",
                          "showlegend": False, "marker": {"symbol": "x", "size": 14, "color": VERMILLION},
@@ -68,7 +92,9 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
 
 def roofline_figure(roof, rows: list[dict], context: float, title: str = "The roofline of this CPU") -> go.Figure:
     """``roof``: a specviz.bench.roofline.Roofline; each batch row's decoding pass placed at its arithmetic
-    intensity and the rate the roofline allows there (attainable flop/s = min(peak, intensity x bandwidth))."""
+    intensity and the rate the roofline allows there (attainable flop/s = min(peak, intensity x bandwidth)).
+    The roofline's passes are the character model's: a real model's rows are left out."""
+    rows = [r for r in rows if r.get("model") is None]
     lo, hi = 0.1, max(1000.0, roof.ridge * 20)
     xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
     data = [{"type": "scatter", "mode": "lines", "x": xs, "y": [min(roof.peak_flops, x * roof.bandwidth) / 1e9

@@ -89,7 +89,8 @@ def build_parser() -> OneLineParser:
                    "decoding that many sequences together, instead of the main suite (specviz/bench/batch.py)")  # fmt: skip
     b.add_argument("--costs", choices=("measured", "reference"), default="measured", help=COSTS_HELP)
     b.add_argument("--model", default=None, help="a real model (smollm2, a local transformers folder, a cached hub "
-                   "name): its own suite against transformers' generate instead (specviz/bench/llm.py)")  # fmt: skip
+                   "name): its own suite against transformers' generate instead (specviz/bench/llm.py); with --batch, the "
+                   "batch bench on it (fixed K)")  # fmt: skip
     b.add_argument("--draft-model", default=None, help="with --model: a draft model sharing its tokenizer, for the "
                    "neural drafters and transformers' assisted generation")  # fmt: skip
     b.add_argument("--dtype", choices=tuple(DTYPES), default="float32", help="with --model: the real model's dtype")

@@ -100,19 +100,11 @@ def cmd_bench_llm(args) -> None:
     from specviz.bench.llm import drafters_for, llm_table, run_llm_bench, verify_costs
     from specviz.bench.peer import transformers_available
     from specviz.cli.flags import load_llm
-    from specviz.llm.load import DTYPES, is_llm
+    from specviz.llm.load import DTYPES
 
-    if not is_llm(args.model):
-        raise CLIError(f"bench --model takes a real model (smollm2, a transformers folder, a cached hub name), got "
-                       f"{args.model[:60]!r}; the character model's bench runs without --model")  # fmt: skip
     max_new_tokens = 32 if args.max_new_tokens is None else args.max_new_tokens
     repeats = 3 if args.repeats is None else args.repeats
-    drafters = bench_checks(args, max_new_tokens, repeats)
-    for d in drafters or []:
-        if not drafter_class(d).bpe:
-            raise CLIError(f"the {d} drafter runs on the character model only")
-        if "draft_model" in drafter_class(d).needs and not args.draft_model:
-            raise CLIError(f"the {d} drafter on a real model needs --draft-model")
+    drafters = llm_checks(args, bench_checks(args, max_new_tokens, repeats))
     torch.set_num_threads(args.threads or 1)
     target, draft = load_llm(args.model, args.draft_model, DTYPES[args.dtype])
     with progress_bar("llm bench", "run") as progress:
@@ -128,6 +120,21 @@ def cmd_bench_llm(args) -> None:
         print(table, end="", file=sys.stderr)
     if args.out:
         print(f"wrote {args.out}", file=sys.stderr if args.json else sys.stdout)
+
+
+def llm_checks(args, drafters: list[str] | None) -> list[str] | None:
+    """bench --model's own checks (CLIError, one line): a real model, and drafters that run on its word pieces."""
+    from specviz.llm.load import is_llm
+
+    if not is_llm(args.model):
+        raise CLIError(f"bench --model takes a real model (smollm2, a transformers folder, a cached hub name), got "
+                       f"{args.model[:60]!r}; the character model's bench runs without --model")  # fmt: skip
+    for d in drafters or []:
+        if not drafter_class(d).bpe:
+            raise CLIError(f"the {d} drafter runs on the character model only")
+        if "draft_model" in drafter_class(d).needs and not args.draft_model:
+            raise CLIError(f"the {d} drafter on a real model needs --draft-model")
+    return drafters
 
 
 def batch_sizes(text: str) -> tuple[int, ...]:
@@ -148,10 +155,12 @@ def cmd_bench_batch(args) -> None:
     from specviz.bench.roofline import roofline, roofline_lines
 
     sizes = batch_sizes(args.batch)
-    max_new_tokens = 64 if args.max_new_tokens is None else args.max_new_tokens
+    max_new_tokens = (64 if args.model is None else 32) if args.max_new_tokens is None else args.max_new_tokens
     repeats = 3 if args.repeats is None else args.repeats
-    bench_checks(args, max_new_tokens, repeats)
+    drafters = bench_checks(args, max_new_tokens, repeats)
     torch.set_num_threads(args.threads or 1)
+    if args.model is not None:
+        return cmd_bench_batch_llm(args, sizes, llm_checks(args, drafters), max_new_tokens, repeats)
     target, tiny = load_checkpoint("target"), load_checkpoint("tiny")
     roof, context = roofline(target.model), round(mean_context(target, max_new_tokens))
     load = None
@@ -169,6 +178,28 @@ def cmd_bench_batch(args) -> None:
         return
     print(batch_table(rows), end="")
     print("\n".join(roofline_lines(roof, rows, context)))
+    if args.out:
+        print(f"wrote {args.out}")
+
+
+def cmd_bench_batch_llm(args, sizes, drafters: list[str] | None, max_new_tokens: int, repeats: int) -> None:
+    """bench --batch --model: the batch bench on a real model, its prompts (specviz/bench/llm.py), fixed K only
+    (adaptive K's batched prices are measured on the character model: a real model's would take too long)."""
+    from specviz.bench.batch import batch_table, llm_drafters, run_batch_bench
+    from specviz.bench.llm import PROMPTS, _Draft
+    from specviz.cli.flags import load_llm
+    from specviz.llm.load import DTYPES
+
+    target, draft = load_llm(args.model, args.draft_model, DTYPES[args.dtype])
+    with progress_bar("batch bench", "batch") as progress:
+        rows = run_batch_bench(target, _Draft(draft) if draft is not None else None, sizes,
+                               drafters or llm_drafters(args.k), k=args.k, max_new_tokens=max_new_tokens,
+                               repeats=repeats, seed=args.seed, progress=progress, texts=list(PROMPTS.values()),
+                               model=args.model)  # fmt: skip
+    if write_rows(args, rows):
+        return
+    print(batch_table(rows), end="")
+    print(f"{args.model}: fixed K = {args.k} (adaptive K under load is priced on the character model only)")
     if args.out:
         print(f"wrote {args.out}")
 

@@ -21,6 +21,7 @@ from transformers import DynamicCache
 
 from models.gpt import PositionError
 from specviz.kernels.cached_model import CachedModel
+from specviz.llm.batched import forward_batch
 
 # model_type -> the config field that names its context window. Llama-family models (SmolLM2) and GPT-2.
 SUPPORTED = {"llama": "max_position_embeddings", "gpt2": "n_positions"}
@@ -136,6 +137,7 @@ class HFTarget:
     trim_missing = CachedModel.trim_missing
     sync = CachedModel.sync
     next_logits = CachedModel.next_logits
+    forward_batch = staticmethod(forward_batch)  # several sequences' rows in one model call (core/batch.py)
 
     def copy_from(self, other: "HFTarget") -> None:
         """Take another cache's committed entries (same model): a shared prompt's prefill."""

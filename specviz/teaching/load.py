@@ -16,9 +16,10 @@ from specviz.drafters import BASELINE, drafter_class
 from specviz.teaching.presets import PRESETS
 
 
-def batch_rows(rows: list[dict]) -> list[dict]:
-    """The batch bench's rows of a bench file (suite "batch")."""
-    return [r for r in rows if r.get("suite") == "batch"]
+def batch_rows(rows: list[dict], every_model: bool = False) -> list[dict]:
+    """The batch bench's rows of a bench file (suite "batch"): the character model's, or with ``every_model``
+    the real models' too (bench --batch --model)."""
+    return [r for r in rows if r.get("suite") == "batch" and (every_model or r.get("model") is None)]
 
 
 def one_round(target: Checkpoint, tiny: Checkpoint | None, drafter: str, B: int, k: int = 4) -> tuple[list, int]:

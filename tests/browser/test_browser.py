@@ -7,6 +7,7 @@ from urllib.parse import urlencode
 
 import pytest
 from conftest import app_pages, goto, new_context, next_round, wait_idle
+from test_overflow import check_page
 
 
 def test_step_through_in_a_browser(app_url, page, tmp_path):
@@ -107,16 +108,18 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     """At projector sizes, no button, metric, heading, widget label or tab is cut or spills out of its
     box, and no table scrolls sideways; each page is screenshot (docs/screenshots holds the 1024x768
     ones the README shows). And, while every page loads, no request leaves the app's own origin: no
-    fonts, icons or telemetry from elsewhere."""
+    fonts, icons or telemetry from elsewhere. The same visit runs test_overflow.py's chart and table checks
+    on the pages without a run (check_page), so that each page is opened once a size."""
     context = new_context(browser, *size)
     page = context.new_page()
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    cut = {}
+    cut, found = {}, []
     for path in app_pages():
         page.goto(f"{app_url}/{path}")
         page.get_by_role("heading").first.wait_for()
         wait_idle(page)
+        check_page(page, path, found, tmp_path)
         if path == "step":
             next_round(page, 2)
             page.mouse.move(0, 0)  # no tooltip over the shot: the pointer off the button, and time to fade
@@ -136,6 +139,7 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     assert not page.get_by_text("Deploy", exact=True).is_visible()  # client.toolbarMode = "minimal"
     context.close()
     assert not cut, f"cut or spilling at {size[0]}x{size[1]}: {cut}"
+    assert not found, f"{len(found)} chart or table violations at {size[0]}x{size[1]}:\n" + "\n".join(found)
     assert len(requests) > 50  # the pages did load (scripts, styles, the websocket)
     foreign = sorted({u for u in requests if not u.startswith(app_url) and not u.startswith("data:")})
     assert not foreign, f"requests outside {app_url}: {foreign}"

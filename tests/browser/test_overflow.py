@@ -3,12 +3,13 @@ labels overlap, no chart text is under 12 px, no chart is blank without a senten
 every table shows its columns without scrolling sideways.
 
 One run visits every page and every method's panels and reports every violation (page, chart,
-element) at the end, so a run shows all that is wrong, not the first thing."""
+element) at the end, so a run shows all that is wrong, not the first thing. The pages without a run are checked
+during tests/browser/test_browser.py's visit of every page (check_page), which opens them at the same sizes."""
 
 import re
 
 import pytest
-from conftest import app_pages, goto, new_context, next_round, wait_idle
+from conftest import goto, new_context, next_round, wait_idle
 
 MIN_PX = 12  # the smallest chart text that reads from the back of a classroom
 
@@ -216,14 +217,18 @@ def _visit_phases(page, app_url, found, shots) -> None:
         button.click()
 
 
-RUN_PAGES = ("step", "tree", "nasd", "shootout")  # visited with their rounds (every_panel) or their run (below)
+# Visited with their rounds (every_panel) or their run (below). The other pages' charts and tables are checked
+# by tests/browser/test_browser.py's visit of every page at the same two sizes (check_page): one visit a page.
+RUN_PAGES = ("step", "tree", "nasd", "shootout")
 
 
-def _visit_pages(page, app_url, found, shots) -> None:
-    for path in [p for p in app_pages() if p not in RUN_PAGES]:
-        page.goto(f"{app_url}/{path}")
-        page.locator("[data-testid='stAppViewContainer']").wait_for()
+def check_page(page, path: str, found: list[str], shots) -> None:
+    """The checks above on a page that is not a run page, opened and idle."""
+    if path not in RUN_PAGES:
         _check(page, f"/{path}", found, shots, path or "home")
+
+
+def _visit_shootout(page, app_url, found, shots) -> None:
     page.goto(f"{app_url}/shootout?max_new_tokens=8&k=2")
     page.get_by_role("button", name="Run the shoot-out").click()
     page.locator(".js-plotly-plot").nth(4).wait_for(timeout=1_200_000)
@@ -237,7 +242,7 @@ VISITS = {
     "panels-1": lambda page, url, found, shots: _visit_runs(page, url, RUNS[:HALF], found, shots),
     "panels-2": lambda page, url, found, shots: _visit_runs(page, url, RUNS[HALF:], found, shots),
     "phases": _visit_phases,
-    "pages": _visit_pages,
+    "shootout": _visit_shootout,
 }
 
 

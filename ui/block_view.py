@@ -15,5 +15,5 @@ def block_panel(r: RoundRecord, vocab: list[str]) -> None:
         return
     st.markdown(block.summary(r), help=charts.BLOCK_HELP)
     st.caption(charts.BLOCK_EXPLAIN)
-    table(block.block_frame(r, vocab), block.HELP, block.VIEW)
-    chart(charts.block_figure(r, vocab), "block_both")
+    table(block.block_frame(r, vocab), block.HELP, block.VIEW, vocab=vocab)
+    chart(charts.block_figure(r, vocab), "block_both", vocab=vocab)

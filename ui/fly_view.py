@@ -16,4 +16,4 @@ def fly_panel(r: RoundRecord, vocab: list[str]) -> None:
     st.caption(f"LOSSY: FLy kept {kept} drafted character{'s' * (kept != 1)} the usual test rejected this round. "
                "A kept character comes out more often than the target's p says: the Exactness lab calls the rule "
                "biased at every temperature above 0.")  # fmt: skip
-    chart(fly_figure(r, vocab), "fly_gate")
+    chart(fly_figure(r, vocab), "fly_gate", vocab=vocab)

@@ -16,5 +16,5 @@ def traversal_view(r: RoundRecord, vocab: list[str]) -> None:
 
     st.markdown(charts.summary(r))
     st.caption(charts.EXPLAIN)
-    table(charts.traversal_frame(r, vocab), charts.HELP)
-    chart(charts.traversal_figure(r, vocab), f"traversal_{r.index}")
+    table(charts.traversal_frame(r, vocab), charts.HELP, vocab=vocab)
+    chart(charts.traversal_figure(r, vocab), f"traversal_{r.index}", vocab=vocab)

@@ -156,3 +156,29 @@ def test_no_character_in_any_offered_drafters_rounds(llama_app):
         assert at.session_state["run"].generation.settings.drafter == drafter, [e.value for e in at.error]
         stray = stray_words(at)
         assert not stray, f"{drafter}: {stray}"
+
+
+def test_no_character_in_the_phases_nor_the_presenter_layout(llama_app):
+    """Step through's other views of a round on the tiny Llama: phase by phase (every phase of a round) and
+    both layouts."""
+    at = on_page(llama_app, "step")
+    at.sidebar.selectbox(key="ctl_drafter").set_value("prompt-lookup")
+    rerun(at)
+    while not at.session_state["run"].current or not at.session_state["run"].current.draft_tokens:
+        click(at, "nav_next")
+    for presenter in (True, False):
+        at.toggle(key="presenter").set_value(presenter)
+        rerun(at)
+        assert not stray_words(at), stray_words(at)
+    at.toggle(key="phase_mode").set_value(True)
+    rerun(at)
+    phases = 0
+    while True:
+        stray = stray_words(at)
+        assert not stray, f"phase {phases}: {stray}"
+        next_phase = at.button(key="phase_next")
+        if next_phase.disabled:
+            break
+        click(at, "phase_next")
+        phases += 1
+    assert phases >= 3  # draft, verify, a check at least

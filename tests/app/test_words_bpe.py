@@ -182,3 +182,20 @@ def test_no_character_in_the_phases_nor_the_presenter_layout(llama_app):
         click(at, "phase_next")
         phases += 1
     assert phases >= 3  # draft, verify, a check at least
+
+
+def test_no_character_under_any_verification_rule(llama_app):
+    """Every verification rule the sidebar offers, on a chain (prompt-lookup) and a tree (suffix) at T = 0.8:
+    the rules' own panels (block weights, traversal tries, FLy's deferrals...) say "token" too."""
+    at = on_page(llama_app, "step")
+    rules = at.sidebar.selectbox(key="ctl_verification").options
+    assert len(rules) >= 3, rules
+    for drafter in ("prompt-lookup", "suffix"):
+        at.sidebar.selectbox(key="ctl_drafter").set_value(drafter)
+        for rule in rules:
+            at.sidebar.selectbox(key="ctl_verification").set_value(rule)
+            rerun(at)
+            for _ in range(3):
+                click(at, "nav_next")
+            stray = stray_words(at)
+            assert not stray, f"{drafter}, {rule}: {stray}"

@@ -199,3 +199,16 @@ def test_no_character_under_any_verification_rule(llama_app):
                 click(at, "nav_next")
             stray = stray_words(at)
             assert not stray, f"{drafter}, {rule}: {stray}"
+
+
+def test_worded_keeps_the_character_models_names():
+    """The one rule the pages' words go through: "character(s)" becomes "token(s)" over word pieces, keeping
+    case and number, and the character model's names stay; over characters nothing changes."""
+    from specviz.core.record import worded
+
+    pieces, chars = ["<eos>", "the", "a"], ["a", "b", "\n"]
+    text = "Characters per pass; a character. Pick the character GPT: a character model, character-level."
+    assert (
+        worded(text, pieces) == "Tokens per pass; a token. Pick the character GPT: a character model, character-level."
+    )
+    assert worded(text, chars) == text

@@ -5,7 +5,7 @@ import streamlit as st
 
 from specviz import charts
 from specviz.charts import block
-from specviz.core.record import RoundRecord
+from specviz.core.record import RoundRecord, worded
 from ui.widgets import chart, table
 
 
@@ -13,7 +13,7 @@ def block_panel(r: RoundRecord, vocab: list[str]) -> None:
     """Nothing for a round the rule did not score (no draft, or another rule's round)."""
     if charts.same_draft(r) is None or not r.draft_tokens:
         return
-    st.markdown(block.summary(r), help=charts.BLOCK_HELP)
-    st.caption(charts.BLOCK_EXPLAIN)
-    table(block.block_frame(r, vocab), block.HELP, block.VIEW)
-    chart(charts.block_figure(r, vocab), "block_both")
+    st.markdown(worded(block.summary(r), vocab), help=worded(charts.BLOCK_HELP, vocab))
+    st.caption(worded(charts.BLOCK_EXPLAIN, vocab))
+    table(block.block_frame(r, vocab), block.HELP, block.VIEW, vocab=vocab)
+    chart(charts.block_figure(r, vocab), "block_both", vocab=vocab)

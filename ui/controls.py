@@ -19,7 +19,16 @@ from specviz.llm.choice import ModelChoice
 from specviz.llm.presets import LLM_PRESETS, as_chat, chat_template
 from specviz.teaching.presets import APP_PRESETS, preset
 from specviz.teaching.query import RunSpec, from_query, to_query
-from ui.model_choice import active_model, fit_drafter, model_picker, offered_drafters, run_costs, run_models, unit
+from ui.model_choice import (
+    active_model,
+    fit_drafter,
+    model_picker,
+    offered_drafters,
+    run_costs,
+    run_models,
+    unit,
+    words,
+)
 
 FREE_TEXT = "Free text"
 CHARACTER_GPT = ModelChoice()  # the default model
@@ -28,10 +37,10 @@ CHAT_HELP = ("Send the prompt as one user turn in the tokenizer's chat template 
 
 
 def help_text(k: Knob) -> str:
-    """A knob's hover help: its sentence, and for a choice each option's one line."""
+    """A knob's hover help: its sentence, and for a choice each option's one line, in the model's words."""
     if k.describe is None:
-        return k.help
-    return k.help + "\n\n" + "\n\n".join(f"- **{md(k.option(o))}**: {md(k.describe(o))}" for o in k.choices())
+        return words(k.help)
+    return words(k.help + "\n\n" + "\n\n".join(f"- **{md(k.option(o))}**: {md(k.describe(o))}" for o in k.choices()))
 
 
 def knob_widget(name: str, key: str | None = None, slider: bool = False, choices: tuple | None = None, **kw):
@@ -179,22 +188,24 @@ def checked_prompt(spec: RunSpec, tokenizer, chat: bool = False) -> list[int] | 
     return None
 
 
-def character_only(page: str | None) -> None:
+def character_only(page: str | None, top=None) -> None:
     """A page that runs on the character GPT only (``page``: its name; None: any model) says so in one
-    sentence and stops, where the sidebar's model is a real one."""
+    sentence and stops, where the sidebar's model is a real one. ``top``: the container under the page's title
+    that the sentence goes in, above the page's own words (which are then the character model's)."""
     if page is not None and active_model().real:
-        st.info(f"{page} runs on the character GPT only, not yet on a real model: pick the character GPT under "
+        (top or st).info(f"{page} runs on the character GPT only, not yet on a real model: pick the character GPT under "
                 "Model in the sidebar to use it.")  # fmt: skip
         st.stop()
 
 
-def valid_spec(target=None, page: str | None = None) -> tuple[RunSpec, list[int]] | None:
+def valid_spec(target=None, page: str | None = None, top=None) -> tuple[RunSpec, list[int]] | None:
     """For pages that compute their own runs from the sidebar (no Session): the sidebar's spec
     and prompt ids when valid, which then become the app's run (so other pages show the same
     settings); otherwise None, after a message. ``target``: the checkpoint the page runs (default: the
-    sidebar's model's); ``page``: the page's name where it runs on the character GPT only."""
+    sidebar's model's); ``page``, ``top``: the page's name where it runs on the character GPT only, and where
+    it says so (character_only)."""
     spec = sidebar()
-    character_only(page)
+    character_only(page, top)
     target = target or run_models()[0]
     ids = checked_prompt(spec, target.tokenizer, chat_on(target))
     if ids is not None:
@@ -231,15 +242,15 @@ def previous_run_note(box: str, prompt: str | None = None, what: str = "The run 
         st.warning(f"{what} uses the previous settings, not the ones in the sidebar.")
 
 
-def active_session(page: str | None = None) -> Session | None:
+def active_session(page: str | None = None, top=None) -> Session | None:
     """The sidebar's run, restarted from the prompt whenever a setting changes (its rounds are
     shared with every session on the same settings and prompt: shared_generation).
 
     Bad input gets a message in the page and the previous run stays on screen: only a spec
     that made a Session replaces the one shown. ``page``: the page's name where it runs on the character
-    GPT only (character_only)."""
+    GPT only, ``top`` where it says so (character_only)."""
     spec = sidebar()
-    character_only(page)
+    character_only(page, top)
     model = active_model()
     target, draft_model = run_models(model)
     chat = chat_on(target)

@@ -30,7 +30,7 @@ def eagle_panel(r: RoundRecord, vocab: list[str]) -> None:
                 f"passes: no extra target pass) and cached {n.get('entries_cached', 0)}; each draft step after the "
                 "first reads the head's own last state instead.")  # fmt: skip
     if charts.feature_rows(r):
-        chart(charts.features_heatmap(r, vocab), "eagle_features")
+        chart(charts.features_heatmap(r, vocab), "eagle_features", vocab=vocab)
     if n.get("predicted"):
         st.caption("Predicted: " + ", ".join(f"{label(vocab, p['token'])} (q {p['q']:.2f})" for p in n["predicted"]))
     depths = measured_depths(DEPTH_FILE.stat().st_mtime if DEPTH_FILE.is_file() else 0.0)

@@ -86,7 +86,7 @@ def show(entry: dict, vocab: list[str]) -> None:
     st.code(entry["prompt"][-60:], language=None)
     kind, sentence = verdict(res, ALPHA)
     SHOW[kind](sentence)
-    st.caption(md(rule_sentence(s.verification)))
+    st.caption(md(worded(rule_sentence(s.verification), vocab)))
     first = entry["first"]
     alone = (
         ""
@@ -108,9 +108,9 @@ def show(entry: dict, vocab: list[str]) -> None:
     row.metric("TV of exact sampling", f"{entry['reference_tv']:.4f}", help="The TV distance of the same number of "
                 "samples drawn straight from the exact distribution (mean of 5 draws): what sampling noise alone gives.", width="content")  # fmt: skip
     chart(charts.position_chart(res), "exact_positions")
-    chart(charts.sequence_chart(res, vocab), "exact_sequences")
+    chart(charts.sequence_chart(res, vocab), "exact_sequences", vocab=vocab)
     if res.cells is None:  # a real model's cells are whole sequences: no first-token marginal is kept
-        chart(charts.first_char_chart(res, vocab), "exact_first")
+        chart(charts.first_char_chart(res, vocab), "exact_first", vocab=vocab)
 
 
 def render() -> None:
@@ -132,10 +132,10 @@ def render() -> None:
     c += [st.container(horizontal=True, gap="small")] * 2  # Run and the demo: labels whole at 1024 px
     samples = int(c[0].number_input("Generations N", 100, MAX_SAMPLES, 1_000, step=100, key="ex_samples",
                                     help="More runs detect smaller biases (and take longer)."))  # fmt: skip
-    n_tokens = c[1].radio("First characters enumerated", [2, 3], index=1, horizontal=True, key="ex_tokens",
-                          help="The first characters' exact joint distribution, drawn below and tested on its own; every "
-                          "position up to K + 1 is tested either way. 2 is faster. (A real model: all K + 1 tokens, pruned.)",
-                          disabled=target.bpe)  # fmt: skip
+    n_tokens = c[1].radio(worded("First characters enumerated", vocab), [2, 3], index=1, horizontal=True,
+                          key="ex_tokens", help=worded("The first characters' exact joint distribution, drawn below and "
+                          "tested on its own; every position up to K + 1 is tested either way. 2 is faster. (A real "
+                          "model: all K + 1 tokens, pruned.)", vocab), disabled=target.bpe)  # fmt: skip
     # The target reads the prompt and the K generated characters before the last in one window: no sliding.
     k_now = valid[0].settings.k if valid is not None else 0
     fits = target.config.block_size - k_now

@@ -21,6 +21,7 @@ from specviz.kernels import native
 from specviz.teaching.agreement import bench_figure, race_figure, sentence
 from specviz.teaching.race import race, race_html, spread_sentence
 from ui.common import costs_for, kept_costs, models_or_stop, page_setup, stored_bench
+from ui.model_choice import character_content
 
 RACE_PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks?\n"
 TIMING_NOTE = ("Timing the race on this machine: plain and speculative decoding, 3 runs of each, interleaved. "
@@ -162,6 +163,9 @@ def sample_section(target) -> None:
 def render() -> None:
     page_setup(kernels=False)  # built or loaded once the page is drawn (below)
     st.title("specviz")
+    character_content("The race and the sample on this page run on the character GPT, the model they are timed and "
+                      "drawn on; the model picked in the sidebar runs in Step through, the lesson, the tree page and "
+                      "the Exactness lab.")  # fmt: skip
     st.markdown(
         "A language model writes one character per forward pass, and each pass costs about the same whether it "
         "reads one position or five. **Speculative decoding** lets a cheap drafter guess the next K characters and "

@@ -9,7 +9,7 @@ restarts it when a setting changes) both see the new value in the same rerun.
 
 import streamlit as st
 
-from specviz.core.record import Trace
+from specviz.core.record import Trace, worded
 from specviz.core.session import Session
 from specviz.core.settings import KNOBS, method_knobs
 from specviz.llm.presets import LLM_PRESETS
@@ -75,6 +75,6 @@ def drafter_knob_row(drafter: str) -> None:
 def text_tail(trace: Trace, cursor: int, keep: int = 160) -> None:
     """The text so far, the prompt cut to its last ``keep`` characters so the round stays in view."""
     if len(trace.prompt) > keep:
-        st.caption(f"… the prompt's first {len(trace.prompt) - keep} characters are not shown.")
+        st.caption(worded(f"… the prompt's first {len(trace.prompt) - keep} characters are not shown.", trace.vocab))
         trace = Trace(trace.settings, trace.vocab, trace.prompt[-keep:], trace.rounds)
     st.html(text_html(trace, cursor))

@@ -21,7 +21,7 @@ from specviz.teaching.stats import acceptance_by_position
 from specviz.teaching.text_view import text_html
 from ui.common import page_setup, question, stored_bench
 from ui.controls import CHARACTER_GPT, valid_spec
-from ui.model_choice import active_model, run_costs, run_models
+from ui.model_choice import active_model, run_costs, run_models, words
 from ui.widgets import chart, table
 
 SOURCES = ("The lesson's example", "The sidebar's run")
@@ -74,7 +74,7 @@ def navigation(n: int, predict: bool, locked: bool) -> int:
 def check(step: lesson.Step, pos, vocab: list[str], predict: bool, i: int) -> None:
     answer = st.session_state.lesson_answers.get(i)
     if predict and answer is None:
-        chart(lesson_charts.question_bars(pos, vocab), f"lesson_question_{i}")
+        chart(lesson_charts.question_bars(pos, vocab), f"lesson_question_{i}", vocab=vocab)
         st.radio("Your prediction: will this draft be accepted?", ["accepted", "rejected"], index=None,
                  horizontal=True, key=f"lesson_guess_{i}")  # fmt: skip
         st.button("Reveal", on_click=_reveal, args=(i, pos.accepted), key=f"lesson_reveal_{i}")
@@ -86,16 +86,19 @@ def check(step: lesson.Step, pos, vocab: list[str], predict: bool, i: int) -> No
             f"You predicted **{answer['guess']}**: " + ("right." if answer["correct"] else "not this time.")
         )
     st.markdown(step.outcome)
-    chart(charts.pq_bars(pos, vocab), f"lesson_pq_{i}")
+    chart(charts.pq_bars(pos, vocab), f"lesson_pq_{i}", vocab=vocab)
 
 
 def glossary_table(rounds, settings: Settings, counts: bool, timing: dict | None):
     columns = ["metric", "formula", "counts", "value"] if counts else ["metric", "formula", "definition"]
-    st.table([{c: row[c] for c in columns} for row in lesson.glossary(rounds, settings.k, timing)])  # wraps long counts
+    rows = lesson.glossary(rounds, settings.k, timing)
+    st.table([{c: words(str(row[c])) for c in columns} for row in rows])  # wraps long counts
     s = settings  # the lesson's speedup against the atlas's stored run of the same configuration, where it has one
     stored = bench_figure(stored_bench(), s.drafter, s.temperature, s.k, s.k_auto, "the atlas's stored run")
     if timing and stored is not None:
-        st.caption(md(sentence(timing_figure(timing, cpu_name(), f"the lesson's first {len(rounds)} rounds"), stored)))
+        st.caption(
+            words(md(sentence(timing_figure(timing, cpu_name(), f"the lesson's first {len(rounds)} rounds"), stored)))
+        )
 
 
 def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bool, i: int) -> None:
@@ -104,12 +107,13 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
         if part == "text_before":
             st.html(text_html(trace, r.index))
         elif part == "draft":
-            table(lesson_charts.draft_frame(r, vocab))
+            table(lesson_charts.draft_frame(r, vocab), vocab=vocab)
         elif part == "verify":
             table(
                 lesson_charts.verify_frame(r, trace.root(r), vocab),
                 lesson_charts.VERIFY_HELP,
                 lesson_charts.VERIFY_VIEW,
+                vocab=vocab,
             )
         elif part == "check":
             check(step, r.positions[step.position], vocab, predict, i)
@@ -117,15 +121,16 @@ def draw(step: lesson.Step, trace, timing: dict, settings: Settings, predict: bo
             chart(
                 charts.residual_bars(r, vocab) if r.correction is not None else charts.bonus_bars(r, vocab),
                 "lesson_last",
+                vocab=vocab,
             )
         elif part == "kv":
             chart(charts.kv_ledger(r), "lesson_kv")
         elif part == "text_after":
             st.html(text_html(trace, r.index + 1))
-            table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
+            table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW, vocab=vocab)
         elif part == "bonus_round":
-            table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
-            chart(charts.bonus_bars(r, vocab), "lesson_bonus")
+            table(charts.candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW, vocab=vocab)
+            chart(charts.bonus_bars(r, vocab), "lesson_bonus", vocab=vocab)
         elif part == "totals":
             glossary_table(trace.rounds, settings, counts=True, timing=timing)
             chart(charts.acceptance_chart(acceptance_by_position(trace.rounds)), "lesson_acceptance")
@@ -178,4 +183,4 @@ def render() -> None:
     with st.expander("Glossary: every metric the app shows", expanded=False):
         glossary_table(trace.rounds, settings, counts=False, timing=timing)
         for entry in lesson.drafter_glossary():
-            st.markdown(f"**{entry['drafter']}** ({md(entry['paper'])}). {md(entry['text'])}")
+            st.markdown(f"**{entry['drafter']}** ({md(entry['paper'])}). {md(words(entry['text']))}")

@@ -13,6 +13,7 @@ from specviz.core.markup import md
 from specviz.teaching import load
 from ui.atlas import BENCH, bench_rows
 from ui.common import machine_costs, models_or_stop, other_cpu, page_setup, question
+from ui.model_choice import character_content
 from ui.widgets import chart, table
 
 CONTEXT = 150  # cache entries a sequence attends to, about the bench's (its prompts and half its tokens)
@@ -34,6 +35,8 @@ def kept_load_curve():
 def render() -> None:
     page_setup()
     st.title("Why does speculation get slower on a busy server?")
+    character_content("The figures on this page are the character GPT's: the batch bench and the roofline run on "
+                      "it only, not yet on a real model.")  # fmt: skip
     question("Speculative decoding made it slower: why, and when?")
     try:
         stored = bench_rows(BENCH.read_text())

@@ -33,12 +33,12 @@ def lookahead_panel(r: RoundRecord, vocab: list[str]) -> None:
                f"N - 1 = {len(n['window'])} Jacobi steps (levels) of W = {n['W']} columns; cell (level j, column i) "
                "guesses the character at offset j + i and sees the root, level 0 up to its column and its own "
                "column below it. No candidate attends to a window cell, so verification is exactly as without it.")  # fmt: skip
-    chart(charts.window_figure(r, vocab), "lookahead_window")
+    chart(charts.window_figure(r, vocab), "lookahead_window", vocab=vocab)
     rows = charts.candidate_rows(r, vocab)
     st.caption(f"The pool holds {n['pool_size']} n-grams under {n['pool_keys']} first characters (at most "
                f"G = {n['G']} each); {len(rows)} start with the root '{root}'.")  # fmt: skip
     if rows:
-        table(pd.DataFrame(rows), HELP)
+        table(pd.DataFrame(rows), HELP, vocab=vocab)
         best = max(rows, key=lambda row: row["accepted"])
         if best["accepted"]:
             st.caption(f"Verified branch: '{md(best['n-gram'])}' ({best['source']}) got {best['accepted']} "

@@ -26,6 +26,6 @@ def medusa_panel(r: RoundRecord, vocab: list[str]) -> None:
                    "children its head's top characters by rank."))  # fmt: skip
     left, right = st.columns(2)
     with left:
-        chart(heads_figure(notes, vocab), f"medusa_heads_{r.index}")
+        chart(heads_figure(notes, vocab), f"medusa_heads_{r.index}", vocab=vocab)
     with right:
-        chart(draft_tree_figure(r, vocab, notes["root"]), f"medusa_tree_{r.index}")
+        chart(draft_tree_figure(r, vocab, notes["root"]), f"medusa_tree_{r.index}", vocab=vocab)

@@ -10,6 +10,7 @@ import streamlit as st
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.core.markup import md
+from specviz.core.record import worded
 from specviz.core.settings import Settings
 from specviz.drafters import BASELINE, drafter_class, drafter_names
 from specviz.llm.choice import DTYPE_HELP, DTYPES, FOLDER, KIND_HELP, KINDS, ModelChoice, problem
@@ -56,6 +57,19 @@ def is_bpe(checkpoint) -> bool:
 def unit(checkpoint) -> str:
     """What one token is called on screen for this model."""
     return "token" if is_bpe(checkpoint) else "character"
+
+
+def words(text: str, checkpoint=None) -> str:
+    """Our own sentence about "characters" as it reads for ``checkpoint`` (default: the sidebar's model): "tokens"
+    on a BPE model, unchanged on the character GPT. The one place the app's wording follows the model."""
+    return worded(text, (checkpoint or run_models()[0]).tokenizer.pieces)
+
+
+def character_content(sentence: str) -> None:
+    """Where a real model is picked, a page whose content is the character GPT's says so in one ``sentence`` at
+    its top: what follows is that model's, in its words."""
+    if active_model().real:
+        st.info(sentence)
 
 
 def offered_drafters(checkpoint) -> tuple[str, ...]:

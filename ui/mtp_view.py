@@ -38,4 +38,4 @@ def mtp_panel(r: RoundRecord, vocab: list[str]) -> None:
              "token": label(vocab, d["token"]), "q": d["q"],
              "result": ("accepted" if verdicts[i] else "rejected") if i < len(verdicts) else "not reached"}
             for i, (p, d) in enumerate(zip(notes["passes"], notes["predicted"], strict=False))]  # fmt: skip
-    table(pd.DataFrame(rows), HELP)
+    table(pd.DataFrame(rows), HELP, vocab=vocab)

@@ -13,12 +13,13 @@ from ui.navigator import navigator
 def render() -> None:
     page_setup()
     st.title("NASD storage")
+    top = st.container()  # where a real model's one sentence goes: the words below are the character model's
     question(
         "How does a drafter that learns from the text as it goes get better, and where is its own verification rule wrong?"
     )
     st.caption("N-gram assisted speculative decoding drafts from a table, not a model: (last n−1 characters) → counts of "
                "the next character. It starts from the prompt's n-grams and learns from every round.")  # fmt: skip
-    if (session := active_session("The NASD storage page")) is not None and drafter_gate(session, {NASDDrafter.name: NASDDrafter.preset},
+    if (session := active_session("The NASD storage page", top)) is not None and drafter_gate(session, {NASDDrafter.name: NASDDrafter.preset},
                                                                   "the NASD storage"):  # fmt: skip
         drafter_knob_row(NASDDrafter.name)
         navigator(session, nasd_view)

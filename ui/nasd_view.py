@@ -52,12 +52,12 @@ def nasd_view(session: Session) -> None:
     if r is not None:
         # One under the other, each the page's width: side by side at 1024 px, each had ~250 px for ~500
         st.markdown("**How the draft was made** (one storage lookup per drafted character)")
-        table(charts.lookups_frame(r, vocab), charts.LOOKUPS_HELP)
+        table(charts.lookups_frame(r, vocab), charts.LOOKUPS_HELP, vocab=vocab)
         st.markdown("**What the storage learned after the round**")
-        table(charts.added_frame(r, states[-1]["effects"], vocab), charts.ADDED_HELP)
+        table(charts.added_frame(r, states[-1]["effects"], vocab), charts.ADDED_HELP, vocab=vocab)
         rounds = session.rounds[:cursor]
         chart(charts.drafts_figure(rounds, r.number), "nasd_drafts")
         with st.expander("Every draft so far"):
-            table(charts.drafts_frame(rounds, vocab))
+            table(charts.drafts_frame(rounds, vocab), vocab=vocab)
     with st.expander(f"The storage after the newest computed round ({len(session.rounds)})"):
-        table(charts.storage_frame(gen.drafter.rows(), vocab))
+        table(charts.storage_frame(gen.drafter.rows(), vocab), vocab=vocab)

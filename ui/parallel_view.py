@@ -22,4 +22,4 @@ def parallel_panel(r: RoundRecord, vocab: list[str]) -> None:
                 + ("The tree keeps the paths with the highest product of slot probabilities, within the node budget "
                    f"({notes.get('nodes')}); the target walked {len(r.accepted_path)} levels down it."
                    if tree else "Each slot's character was drawn from its own distribution."))  # fmt: skip
-    chart(slots_figure(notes, len(r.accepted_path), vocab), f"parallel_slots_{r.index}")
+    chart(slots_figure(notes, len(r.accepted_path), vocab), f"parallel_slots_{r.index}", vocab=vocab)

@@ -56,17 +56,17 @@ def phase_view(session: Session) -> None:
             st.html(text_html(trace, session.cursor, phase))
         with right:
             if phase.stage == "draft" and r.draft_tokens:
-                table(draft_frame(r, vocab))
+                table(draft_frame(r, vocab), vocab=vocab)
             elif phase.stage == "verify":
-                table(verify_frame(r, trace.root(r), vocab), VERIFY_HELP, VERIFY_VIEW)
+                table(verify_frame(r, trace.root(r), vocab), VERIFY_HELP, VERIFY_VIEW, vocab=vocab)
             elif phase.check is not None and phase.stage == "check":
                 pos = r.positions[phase.check]
-                chart(charts.pq_bars(pos, vocab), "phase_pq")
-                chart(accept_test(pos, vocab), "phase_u")
+                chart(charts.pq_bars(pos, vocab), "phase_pq", vocab=vocab)
+                chart(accept_test(pos, vocab), "phase_u", vocab=vocab)
             elif phase.stage == "residual":
-                chart(charts.residual_bars(r, vocab), "phase_residual")
+                chart(charts.residual_bars(r, vocab), "phase_residual", vocab=vocab)
             elif phase.stage == "bonus":
-                chart(charts.bonus_bars(r, vocab), "phase_bonus")
-            chart(charts.kv_ledger(r, phase.kv_stage), "phase_kv")
+                chart(charts.bonus_bars(r, vocab), "phase_bonus", vocab=vocab)
+            chart(charts.kv_ledger(r, phase.kv_stage), "phase_kv", vocab=vocab)
 
     frame()

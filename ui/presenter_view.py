@@ -78,7 +78,7 @@ def presenter_view(session: Session) -> None:
                 pq_chart(r, vocab, height=PQ_HEIGHT)
     totals(session, key="sv-metrics")
     if r.k_choice is not None:
-        chart(charts.k_choice_bars(r.k_choice), "k_choice")
+        chart(charts.k_choice_bars(r.k_choice), "k_choice", vocab=vocab)
     with st.container(key="sv-details"):  # the rest of the round (benchmarks/screenshots.py scrolls to it)
         if r.draft_tokens and tries.multi_try_nodes(r):  # a tree round where some node's children were tried in turn
             sibling_tries(r, vocab)

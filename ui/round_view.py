@@ -32,12 +32,12 @@ def totals(session: Session, key: str | None = None) -> None:
         ("Expected/round", f"{t['expected_per_round']:.2f}", DEFINITIONS["expected_per_round"]),
         ("Measured/round", f"{t['tokens_per_forward']:.2f}", worded("Characters emitted per round so far.", vocab)),
     ):
-        row.metric(label, value, help=help, width="content")
+        row.metric(label, value, help=worded(help, vocab), width="content")
     st.caption(f"{t['accepted']} of {t['tried']} checked draft {worded('characters', vocab)} accepted; "
                f"{t['reprefills']} context-window re-prefills (the window moved, so the KV cache, the keys and values "
                "the target stored per position, was rebuilt).")  # fmt: skip
     if rounds:
-        chart(charts.acceptance_chart(acceptance_by_position(rounds)), "acceptance")
+        chart(charts.acceptance_chart(acceptance_by_position(rounds)), "acceptance", vocab=vocab)
 
 
 def sibling_tries(r: RoundRecord, vocab: list[str]) -> None:
@@ -52,7 +52,7 @@ def sibling_tries(r: RoundRecord, vocab: list[str]) -> None:
                         help=worded("A node whose children were tried one after another (the root is the last "
                                     "context character).", vocab))  # fmt: skip
     st.caption(md(tries.tries_sentence(r, vocab, node, r.draft_sampling)))
-    table(tries.tries_frame(r, vocab, node), tries.HELP, tries.VIEW)
+    table(tries.tries_frame(r, vocab, node), tries.HELP, tries.VIEW, vocab=vocab)
 
 
 def pq_chart(r: RoundRecord, vocab: list[str], height: int | None = None) -> None:
@@ -77,8 +77,8 @@ def pq_chart(r: RoundRecord, vocab: list[str], height: int | None = None) -> Non
         label_visibility="visible" if height is None else "collapsed",
     )
     fig = charts.pq_bars(positions[i], vocab)
-    chart(fig if height is None else fig.update_layout(height=height), "pq")
-    st.caption(f"{PQ_WORDS}.")
+    chart(fig if height is None else fig.update_layout(height=height), "pq", vocab=vocab)
+    st.caption(worded(f"{PQ_WORDS}.", vocab))
 
 
 def heading(r: RoundRecord, vocab: list[str]) -> str:
@@ -97,7 +97,7 @@ def checks(r: RoundRecord, vocab: list[str], max_rows: int | None = None) -> Non
     """The candidates checked this round, one row each; past ``max_rows`` they scroll inside the table."""
     frame = charts.checks_frame(r, vocab)
     height = "auto" if max_rows is None or len(frame) <= max_rows else ROW_PX * (max_rows + 1) + 2  # + the header
-    table(frame, charts.checks_help(r), charts.checks_view(r), height)
+    table(frame, charts.checks_help(r), charts.checks_view(r), height, vocab=vocab)
 
 
 ROW_PX = 35  # a dataframe row's height
@@ -107,7 +107,7 @@ def current_round(r: RoundRecord, session: Session) -> None:
     vocab = session.generation.trace.vocab
     st.subheader(heading(r, vocab))
     if r.k_choice is not None:
-        chart(charts.k_choice_bars(r.k_choice), "k_choice")
+        chart(charts.k_choice_bars(r.k_choice), "k_choice", vocab=vocab)
     if not r.draft_tokens:
         st.info(worded(NO_DRAFT, vocab))
     else:
@@ -124,14 +124,14 @@ def round_details(r: RoundRecord, session: Session) -> None:
     with st.container(key="sv-panels"):  # benchmarks/screenshots.py scrolls to it
         method_panels(r, session.generation)
     if r.residual is not None:
-        chart(charts.residual_bars(r, vocab), "residual")
+        chart(charts.residual_bars(r, vocab), "residual", vocab=vocab)
     if r.bonus_p is not None:
-        chart(charts.bonus_bars(r, vocab), "bonus")
+        chart(charts.bonus_bars(r, vocab), "bonus", vocab=vocab)
     frame = charts.trigram_frame(r, vocab)
     if not frame.empty:
         st.markdown("**Trigram rows used** (fallback to the bigram row when the context's evidence is below "
                     f"min_context_count = {settings.min_context_count})")  # fmt: skip
-        table(frame, charts.TRIGRAM_HELP)
+        table(frame, charts.TRIGRAM_HELP, vocab=vocab)
 
 
 def export(session: Session) -> None:
@@ -172,6 +172,10 @@ def kv_cache(r: RoundRecord, session: Session) -> None:
                "reads them instead of computing them again.")  # fmt: skip
     c = st.columns(2)
     with c[0]:
-        chart(charts.kv_ledger(r), "kv_ledger")
+        chart(charts.kv_ledger(r), "kv_ledger", vocab=session.generation.trace.vocab)
     with c[1]:
-        chart(charts.kv_timeline(session.rounds[: session.cursor], r.number), "kv_timeline")
+        chart(
+            charts.kv_timeline(session.rounds[: session.cursor], r.number),
+            "kv_timeline",
+            vocab=session.generation.trace.vocab,
+        )

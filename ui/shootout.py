@@ -155,13 +155,16 @@ def from_file() -> None:
 def render() -> None:
     page_setup()
     st.title("Drafter shoot-out")
+    top = st.container()  # where a real model's one sentence goes: the words below are the character model's
     question("Which drafter is fastest on this prompt, and why?")
     st.caption("Every drafter (knobs at their defaults) on the sidebar's prompt, seed and temperature, timed against "
                "plain decoding in the same run: 3 repeats interleaved, medians reported. The quick run takes the "
                f"sidebar's K and at most {QUICK_TOKENS} characters (about 20 s on a 2-core machine); the full sweep "
                f"also sweeps K over {', '.join(map(str, SWEEP_KS))}, generates the sidebar's max new tokens and compares "
                "the alternative verification rules (about a minute).")  # fmt: skip
-    valid = valid_spec(models_or_stop()[0], "The drafter shoot-out")  # says what is wrong with a bad prompt; None then
+    valid = valid_spec(
+        models_or_stop()[0], "The drafter shoot-out", top
+    )  # says what is wrong with a bad prompt; None then
     spec = valid[0] if valid else st.session_state.spec
     if valid is None and (kept := st.session_state.get("shootout")):
         shown = key(spec) if key(spec) in kept else list(kept)[-1]

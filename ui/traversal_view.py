@@ -6,7 +6,7 @@ nothing for a round of another verifier. Every figure comes from specviz.charts.
 import streamlit as st
 
 from specviz.charts import traversal as charts
-from specviz.core.record import RoundRecord
+from specviz.core.record import RoundRecord, worded
 from ui.widgets import chart, table
 
 
@@ -14,7 +14,7 @@ def traversal_view(r: RoundRecord, vocab: list[str]) -> None:
     if not charts.is_traversal(r) or not r.draft_tokens:
         return
 
-    st.markdown(charts.summary(r))
-    st.caption(charts.EXPLAIN)
-    table(charts.traversal_frame(r, vocab), charts.HELP)
-    chart(charts.traversal_figure(r, vocab), f"traversal_{r.index}")
+    st.markdown(worded(charts.summary(r), vocab))
+    st.caption(worded(charts.EXPLAIN, vocab))
+    table(charts.traversal_frame(r, vocab), charts.HELP, vocab=vocab)
+    chart(charts.traversal_figure(r, vocab), f"traversal_{r.index}", vocab=vocab)

@@ -20,7 +20,7 @@ from specviz.charts.draft_tree import draft_tree_figure, shape_figure
 from specviz.charts.verdict import CANDIDATE_HELP, CANDIDATE_VIEW, PQ_WORDS
 from specviz.core.engine import Generation
 from specviz.core.markup import md
-from specviz.core.record import RoundRecord
+from specviz.core.record import RoundRecord, worded
 from specviz.core.session import Session
 from specviz.drafters import drafter_class
 from ui.common import load_models
@@ -169,20 +169,20 @@ def tree_view(session: Session) -> None:
         if has_trie:
             trie_panel(session)
         elif drafted:
-            chart(draft_tree_figure(r, vocab, root), "draft_tree")
+            chart(draft_tree_figure(r, vocab, root), "draft_tree", vocab=vocab)
     if not drafted:
         return
     if has_trie:
-        chart(draft_tree_figure(r, vocab, root), "draft_tree")
+        chart(draft_tree_figure(r, vocab, root), "draft_tree", vocab=vocab)
     sibling_tries(r, vocab)  # full width: its nine columns fit the page, not a column of it
     if drafter_class(s.drafter).shaped:
         shape_panel(session, r)
-    chart(charts.flattening_figure(r, vocab, root), "flattening")
-    chart(charts.kv_gather_figure(r, vocab, root), "kv_gather")
+    chart(charts.flattening_figure(r, vocab, root), "flattening", vocab=vocab)
+    chart(charts.kv_gather_figure(r, vocab, root), "kv_gather", vocab=vocab)
     # One under the other: beside the mask, the checks table had ~260 px of the ~300 it needs at 1024 px
-    chart(charts.mask_figure(r, vocab, root), "tree_mask")
+    chart(charts.mask_figure(r, vocab, root), "tree_mask", vocab=vocab)
     st.markdown("**The target's checks, in the order it made them**")
     st.caption("Depth first: a child is checked only after its parent is accepted; after a rejection the "
                "next sibling is tried against the residual.")  # fmt: skip
-    table(candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW)
-    st.caption(f"{PQ_WORDS}.")
+    table(candidate_frame(r, vocab), CANDIDATE_HELP, CANDIDATE_VIEW, vocab=vocab)
+    st.caption(worded(f"{PQ_WORDS}.", vocab))

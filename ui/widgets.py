@@ -4,10 +4,34 @@ page, round_view and the method panels (ui/<method>_view.py) all import it witho
 
 import streamlit as st
 
+from specviz.core.record import word_pieces, worded
+
 PLOTLY_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
-def chart(fig, key: str) -> None:
+def _reworded(fig, vocab: list[str]):
+    """``fig`` with its own words (title, axis titles, annotations, trace names and hovers) in ``vocab``'s unit:
+    "tokens" over word pieces. The data (a token's text among them) is left as it is."""
+    say = lambda text: worded(text, vocab) if isinstance(text, str) else text  # noqa: E731
+    layout = fig.layout
+    if layout.title.text:
+        layout.title.text = say(layout.title.text)
+    for axis in (*fig.select_xaxes(), *fig.select_yaxes()):
+        if axis.title.text:
+            axis.title.text = say(axis.title.text)
+    for note in layout.annotations:
+        note.text = say(note.text)
+    for trace in fig.data:
+        for name in ("name", "hovertemplate"):
+            if name in trace and (text := trace[name]) and say(text) != text:
+                trace[name] = say(text)
+    return fig
+
+
+def chart(fig, key: str, vocab: list[str] | None = None) -> None:
+    """``vocab``: the run's, where the chart shows a run: its words follow the model (specviz.core.record.worded)."""
+    if vocab is not None and word_pieces(vocab):
+        fig = _reworded(fig, vocab)
     st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG)
 
 
@@ -31,7 +55,7 @@ def _numbers(column) -> bool:
 
 
 def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | None = None, height="auto",
-          row_height: int | None = None) -> None:  # fmt: skip
+          row_height: int | None = None, vocab: list[str] | None = None) -> None:  # fmt: skip
     """A dataframe (it shows text as text: no markup) with a tooltip per column header, the PINNED
     columns first, and probabilities to 3 decimals. ``view``: column -> its header ("label"), width in
     pixels ("width"), marks shown in place of its values where a narrow table needs them ("marks",
@@ -39,8 +63,15 @@ def table(frame, help: dict[str, str] | None = None, view: dict[str, dict] | Non
     column shows ("link").
     A missing value reads NONE_MARK, explained in its column's help; a column is as wide as its
     header or its longest value, whichever is longer, so neither is cut. ``height``: st.dataframe's
-    (pixels: the rows past it scroll inside the table); ``row_height``: pixels, for rows of wrapped text."""
+    (pixels: the rows past it scroll inside the table); ``row_height``: pixels, for rows of wrapped text.
+    ``vocab``: the run's, where the table shows a run: headers and help in its model's words."""
     help, view = help or {}, view or {}
+    if vocab is not None and word_pieces(vocab):  # "token" over word pieces; the cells are data, left as they are
+        names = {name: worded(str(name), vocab) for name in frame.columns}
+        frame = frame.rename(columns=names)
+        help = {names.get(name, name): worded(tip, vocab) for name, tip in help.items()}
+        view = {names.get(name, name): v | ({"label": worded(v["label"], vocab)} if v.get("label") else {})
+                for name, v in view.items()}  # fmt: skip
     frame = frame.copy()
     config = {}
     for name in frame.columns:

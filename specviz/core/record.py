@@ -43,7 +43,8 @@ def word_pieces(vocab: list[str]) -> bool:
     return any(len(p) > 1 for p in vocab)
 
 
-_CHARACTER = re.compile(r"\b([Cc])haracter(s?)\b")
+# not the character model's own names ("the character GPT", "a character model"): those stay its names
+_CHARACTER = re.compile(r"\b([Cc])haracter(s?)\b(?! GPT\b| model\b|-level\b)")
 
 
 def worded(text: str, vocab: list[str]) -> str:

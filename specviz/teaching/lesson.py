@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from specviz.adaptive.costs import REFERENCE, CostCurve, cpu_name
 from specviz.charts.distributions import label
 from specviz.core.engine import Generation
-from specviz.core.record import PositionRecord, RoundRecord
+from specviz.core.record import PositionRecord, RoundRecord, word_pieces
 from specviz.core.settings import Settings
 from specviz.drafters import BASELINE, REGISTRY
 from specviz.teaching.stats import DEFINITIONS, acceptance_by_position, running_totals
@@ -121,7 +121,8 @@ def steps(rounds: list[RoundRecord], vocab: list[str], settings: Settings, timin
     out = [
         Step(
             "The setup",
-            f"A character-level GPT, the **target**, continues the prompt below. Plain decoding costs "
+            f"{'A language model over word pieces' if word_pieces(vocab) else 'A character-level GPT'}, the "
+            "**target**, continues the prompt below. Plain decoding costs "
             f"one target forward pass per character. Speculative decoding lets a cheap **drafter** ({settings.drafter}) "
             f"guess up to K = {settings.k} characters and has the target check them all in one pass. We follow round "
             f"{r.number} of a real run at temperature {settings.temperature}: the text so far is below.",

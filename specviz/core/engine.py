@@ -47,9 +47,11 @@ class VerifyPass:
     extra: bool  # the draft has extra tokens (Draft.extra)
 
     def split(self, logits: torch.Tensor):
-        """The forward's logits (M+N+1+E, V) -> (logits (N+1, V) of root and nodes, logits (1+E, V) of
-        the root and the extras or None)"""
-        logits = logits[self.prefix :]
+        """The forward's logits (M+N+1+E, V), or (N+1+E, V) from a forward told to skip the prefix's rows
+        -> (logits (N+1, V) of root and nodes, logits (1+E, V) of the root and the extras or None)"""
+        rows = len(self.tokens) - self.prefix
+        assert len(logits) in (rows, len(self.tokens)), "logits of every row, or of the rows after the prefix"
+        logits = logits[len(logits) - rows :]
         if not self.extra:
             return logits, None
         n = self.nodes
@@ -88,7 +90,7 @@ def verify_pass(target: TargetModel, root: int, draft: Draft, prefix: list[int] 
     root and the extras or None, positions of root, nodes and extras, the tree mask (N+1, N+1) or None
     for a chain)"""
     vp = pass_inputs(target, root, draft, prefix)
-    logits, extra_logits = vp.split(target.forward(vp.tokens, vp.positions, vp.mask))
+    logits, extra_logits = vp.split(target.forward(vp.tokens, vp.positions, vp.mask, skip=vp.prefix))
     return logits, extra_logits, vp.draft_positions, vp.tree
 
 
@@ -161,7 +163,7 @@ class Generation:
         """One round: draft, one target forward, accept and trim."""
         d = self.begin()
         vp = d.vp
-        return self.finish(d, self.target.forward(vp.tokens, vp.positions, vp.mask))
+        return self.finish(d, self.target.forward(vp.tokens, vp.positions, vp.mask, skip=vp.prefix))
 
     def begin(self) -> Drafted:
         """A round's draft and the inputs of its target forward, which the caller runs (``step``; a

@@ -51,8 +51,9 @@ class TargetModel(Protocol):
         """Committed cache entries: the next forward writes after them."""
 
     def forward(self, tokens: list[int], positions: list[int], tree_mask: torch.Tensor | None = None,
-                logits: bool = True) -> torch.Tensor | None:  # fmt: skip
-        """Verify: rows after the cache, scratch until keep; mask True = may attend, None causal. (T, T) -> (T, V)"""
+                logits: bool = True, skip: int = 0) -> torch.Tensor | None:  # fmt: skip
+        """Verify: rows after the cache, scratch until keep; mask True = may attend, None causal. ``skip``: the
+        first rows whose logits nobody reads (a prefill round's context) get none. (T, T) -> (T - skip, V)"""
 
     def keep(self, new: list[int], tokens: list[int]) -> None:
         """Commit the last forward's rows ``new`` (a chain's prefix, a tree's path) that hold ``tokens``."""

@@ -161,14 +161,14 @@ class CachedModel:
         n = self.length
         return [(k[None, :, :n], v[None, :, :n]) for k, v in self.kv]
 
-    def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True):
+    def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True, skip: int = 0):
         """Run ``tokens`` after the cache. Their keys and values are written after the committed
         entries, as scratch until ``keep`` (the last forward's scratch is dropped). tree_mask: (T, T)
         bool among the new tokens, True = may attend (None: causal); every new token sees the whole
-        cache. -> (T, V) logits, or None."""
+        cache. ``skip``: the first rows get no logits (a prefill round's context). -> (T - skip, V), or None."""
         bias = None if tree_mask is None else attn_bias(self.length, tree_mask, self.dtype)  # (T, P+T); None: causal
         self._new = 0
-        return self._run(tokens, positions, bias, logits)
+        return self._run(tokens, positions, bias, logits, skip)
 
     def extend(self, tokens: list[int], positions: list[int], scratch_mask: torch.Tensor, logits: bool = True):
         """Run ``tokens`` after the scratch of the forward (and extends) since the last ``keep``:
@@ -180,16 +180,17 @@ class CachedModel:
         return self._run(tokens, positions, attn_bias(self.length, scratch_mask, self.dtype), logits)  # bias (T, P+S+T)
 
     @torch.no_grad()
-    def _run(self, tokens: list[int], positions: list[int], bias: torch.Tensor | None, logits: bool):
+    def _run(self, tokens: list[int], positions: list[int], bias: torch.Tensor | None, logits: bool, skip: int = 0):
         """The lean pass: writes keys and values after the committed entries and the scratch.
-        bias: (T, P+S+T) additive mask (attn_bias), or None: causal."""
+        bias: (T, P+S+T) additive mask (attn_bias), or None: causal. Logits of the rows from ``skip`` on
+        (the head is row by row: the same rows as a full head's)."""
         T, P = len(tokens), self.length + self._new  # where the new entries go: after the cache and the scratch
         self.reserve(P + T)
         x = self.blocks(self.embed(tokens, positions), P, bias)  # (T, C)
         self._new += T
         if not logits:
             return None
-        return self.head(x)  # (T, V)
+        return self.head(x[skip:])  # (T - skip, V)
 
     def reserve(self, n: int) -> None:
         """Room for n entries (committed and scratch)."""
@@ -266,7 +267,7 @@ class CachedModel:
         pass over whatever the cache lacks, the last token included. (V,)"""
         self.trim_to(context)
         missing = context[self.start + self.length :]
-        logits = self.forward(missing, list(range(self.length, self.length + len(missing))))
+        logits = self.forward(missing, list(range(self.length, self.length + len(missing))), skip=len(missing) - 1)
         self.keep(list(range(len(missing))), missing)
         return logits[-1]
 

@@ -80,15 +80,19 @@ class HFTarget:
         return bias.to(self.device)[None, None]
 
     @torch.no_grad()
-    def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True):
+    def forward(self, tokens: list[int], positions: list[int], tree_mask=None, logits: bool = True, skip: int = 0):
         """Run ``tokens`` after the committed entries (the last forward's scratch is dropped); their keys and
-        values stay as scratch until ``keep``. tree_mask (T, T) bool, True = may attend; None causal.
-        -> (T, V) logits, or None"""
+        values stay as scratch until ``keep``. tree_mask (T, T) bool, True = may attend; None causal. ``skip``:
+        the first rows whose logits nobody reads (a prefill round's context), left out of the result.
+        -> (T - skip, V) logits, or None"""
         self._crop(self.length)
         self._new = 0
-        T = len(tokens)
-        allow = torch.ones(T, T, dtype=torch.bool).tril() if tree_mask is None else tree_mask
-        return self._run(tokens, positions, allow, logits)
+        T, P = len(tokens), self.length
+        if tree_mask is None and positions == list(range(P, P + T)):
+            allow = None  # a causal chain right after the cache: transformers' own causal mask (test_llm_fast.py)
+        else:
+            allow = torch.ones(T, T, dtype=torch.bool).tril() if tree_mask is None else tree_mask
+        return self._run(tokens, positions, allow, logits, skip)
 
     @torch.no_grad()
     def extend(self, tokens: list[int], positions: list[int], scratch_mask: torch.Tensor, logits: bool = True):
@@ -98,19 +102,25 @@ class HFTarget:
         assert scratch_mask.shape == (len(tokens), self._new + len(tokens)), "the mask covers scratch and new"
         return self._run(tokens, positions, scratch_mask, logits)
 
-    def _run(self, tokens: list[int], positions: list[int], allow: torch.Tensor, logits: bool):
+    def _run(self, tokens: list[int], positions: list[int], allow: torch.Tensor | None, logits: bool, skip: int = 0):
+        """The pass. allow (T, S+T) bool over the scratch and the new rows, or None: a causal chain right after
+        the committed entries, for which transformers builds the mask itself, as in its own generate: none at
+        all for one row or a prefill (SDPA's mask-free path), a causal one otherwise. Only the rows from
+        ``skip`` on reach the language-model head (transformers' logits_to_keep)."""
         lo, hi = min(positions), max(positions)
         if lo < 0 or hi >= self.block_size:
             bad = hi if hi >= self.block_size else lo
             raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
+        mask = None if allow is None else self.mask(self.length, allow)
         args = dict(input_ids=torch.tensor([tokens], device=self.device),
                     position_ids=torch.tensor([positions], device=self.device),
-                    attention_mask=self.mask(self.length, allow), past_key_values=self.cache, use_cache=True)  # fmt: skip
+                    attention_mask=mask, past_key_values=self.cache, use_cache=True)  # fmt: skip
         self._new += len(tokens)
         if not logits:
             self.model.base_model(**args)  # no language-model head: a prefill
             return None
-        return self.model(**args).logits[0].to(self.dtype)  # (T, V)
+        assert 0 <= skip < len(tokens), "skip leaves at least one row"
+        return self.model(**args, logits_to_keep=len(tokens) - skip).logits[0].to(self.dtype)  # (T - skip, V)
 
     def keep(self, new: list[int], tokens: list[int]) -> None:
         """Commit the last forward's rows ``new`` (a chain's prefix, a tree's path) that hold ``tokens``."""

@@ -48,6 +48,9 @@ from specviz.verifiers import LOSSLESS
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)
 AGAIN = "A/A"  # plain decoding's second run at each batch size: what noise alone does to a ratio
+# Requests per slot: B slots serve WAVES x B requests, a finished sequence's slot taking the next (as a server
+# does), so a sequence that drafts and finishes early gains its slot back; only the last wave drains.
+WAVES = 3
 DRAFTERS = drafter_names(under_load=True)  # the distilled table, an n-gram, a neural head on the target
 
 
@@ -140,22 +143,25 @@ def measure_load(target, batches=LOAD_BATCHES, rows=ROWS, repeats: int = 3, seed
     return LoadCurve(share, ratio, f"measured on {cpu_name()}, {threads} thread{'s' * (threads > 1)}")
 
 
-def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None) -> dict:
-    """One timed batch of B sequences: its decoding. The generations, their drafters and their prompts'
-    caches are made before the clock starts: decoding is what batching and speculation change, and a prompt's
-    prefill, the same for every configuration, would only dilute the ratios (a window jump's re-prefill,
-    inside the decoding, is timed)."""
+def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None, waves: int = 1) -> dict:
+    """One timed batch of B slots serving ``waves`` x B requests of n tokens: as a sequence is done, the next
+    request takes its place (continuous batching), so a sequence that finishes early frees its slot for more
+    work, as on a server; the last wave drains. The generations, their drafters and their prompts' caches are
+    made before the clock starts: decoding is what batching and speculation change, and a prompt's prefill,
+    the same for every configuration, would only dilute the ratios (a window jump's re-prefill, inside the
+    decoding, is timed)."""
     drafter, k, auto = config
     draft_model = tiny.model if tiny is not None and "draft_model" in drafter_class(drafter).needs else None
     base = load.base if load is not None else REFERENCE
-    batch = Batch([Generation(target, prompts[i % len(prompts)], bench_settings(drafter, T, k, n, seed + i, auto),
-                              draft_model, costs=base) for i in range(B)], load if auto else None)  # fmt: skip
-    for g in batch.generations:
+    gens = [Generation(target, prompts[i % len(prompts)], bench_settings(drafter, T, k, n, seed + i, auto),
+                       draft_model, costs=base) for i in range(B * waves)]  # fmt: skip
+    for g in gens:
         g.target.sync(g.tokens)
+    batch = Batch(gens[:B], load if auto else None)
     batch.clock = now = clock()
     quiet_heap()
     t0 = now()
-    traces = batch.run()
+    traces = batch.run(gens[B:])
     seconds = now() - t0
     sums = [t.summary() for t in traces]
     total = lambda key: sum(s[key] for s in sums)  # noqa: E731
@@ -183,11 +189,12 @@ def drafting_costs(target, tiny, drafters, T: float, seed: int = 0) -> dict:
 def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES, drafters=DRAFTERS, k: int = 4,
                     temperature: float = 0.0, max_new_tokens: int = 64, repeats: int = 3, seed: int = 0,
                     progress=None, load: LoadCosts | None = None, texts: list[str] | None = None,
-                    model: str | None = None) -> list[dict]:  # fmt: skip
+                    model: str | None = None, waves: int = WAVES) -> list[dict]:  # fmt: skip
     """One row per (batch size, configuration): plain decoding first, then each drafter at K = ``k``, and with
     ``load`` (specviz/adaptive/load.py) each drafter with adaptive K (up to AUTO_K_MAX) priced for the batch.
     ``texts``: the prompts (default: the presets'); ``model``: a real model's name (--model), which its rows
-    carry (``target`` is then its LLMCheckpoint). ``progress(done, total)`` after every timed batch."""
+    carry (``target`` is then its LLMCheckpoint). ``waves``: requests per slot (batch_run). ``progress(done,
+    total)`` after every timed batch."""
     if not batches or min(batches) < 1 or repeats < 1:
         raise ValueError("the batch bench needs batch sizes of at least 1 and one repeat")
     bench_settings(BASELINE, temperature, k, max_new_tokens, seed).check()
@@ -209,7 +216,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
                 for c in order.sample([*configs, AGAIN], len(configs) + 1):
                     out = again.setdefault(B, []) if c == AGAIN else runs.setdefault((B, c), [])
                     out.append(batch_run(target, tiny, prompts, configs[0] if c == AGAIN else c, B, temperature,
-                                         max_new_tokens, seed, load))  # fmt: skip
+                                         max_new_tokens, seed, load, waves))  # fmt: skip
                     done += 1
                     if progress:
                         progress(done, total)
@@ -238,7 +245,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             verify_cost=None, accept_cost=None, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
             tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
             memory_mb=None, cpu=cpu, costs=load.describe(d) if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
-            rows_per_pass=first["rows"] / first["passes"], model=model,
+            rows_per_pass=first["rows"] / first["passes"], model=model, waves=waves,
             aa_speedup=statistics.median(a["seconds"] / b["seconds"] for a, b in zip(reps, again[B], strict=True))
             if (d, kd, auto) == configs[0] else None,
         )  # fmt: skip
@@ -301,6 +308,7 @@ def batch_table(rows: list[dict]) -> str:
         lines.append("plain decoding against itself (A/A, what noise alone gives): " + ", ".join(aa))
     first = rows[0]
     lines.append(f"{first['cpu']}, {first['threads']} thread(s), load average {first['load_average']}, "
-                 f"{first['new_tokens']} tokens a sequence, T = {first['temperature']:g}, K = {first['k']}, "
+                 f"{first['new_tokens']} tokens a sequence, {first.get('waves') or 1} request(s) a slot, "
+                 f"T = {first['temperature']:g}, K = {first['k']}, "
                  f"median of {first['repeats']} interleaved repeats")  # fmt: skip
     return "\n".join(lines) + "\n"

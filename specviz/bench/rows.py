@@ -72,6 +72,9 @@ class BenchRow:
     prompt: str | None = None
     # Suite "batch" on a real model (bench --batch --model): its name; None: the character model.
     model: str | None = None
+    # Suite "batch": requests per slot, a finished sequence's slot taking the next (bench/batch.py WAVES); None or
+    # 1: one request a slot, the batch drains
+    waves: int | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -83,7 +86,8 @@ def rows_to_jsonl(rows: list[dict]) -> str:
 OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "tau_same_lossless": None,
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
             "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None, "speedup_min": None, "speedup_max": None,
-            "date": None, "batch": None, "rows_per_pass": None, "prompt": None, "model": None}  # fmt: skip
+            "date": None, "batch": None, "rows_per_pass": None, "prompt": None, "model": None,
+            "waves": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:

@@ -191,11 +191,13 @@ def cmd_bench_batch_llm(args, sizes, drafters: list[str] | None, max_new_tokens:
     from specviz.llm.load import DTYPES
 
     target, draft = load_llm(args.model, args.draft_model, DTYPES[args.dtype])
+    # One request a slot (waves=1): a real model's pass costs ~100x the character model's, and the character
+    # bench's waves would triple the run. So the batch drains: a sequence that finishes early frees nothing.
     with progress_bar("batch bench", "batch") as progress:
         rows = run_batch_bench(target, _Draft(draft) if draft is not None else None, sizes,
                                drafters or llm_drafters(args.k), k=args.k, max_new_tokens=max_new_tokens,
                                repeats=repeats, seed=args.seed, progress=progress, texts=list(PROMPTS.values()),
-                               model=args.model)  # fmt: skip
+                               model=args.model, waves=1)  # fmt: skip
     if write_rows(args, rows):
         return
     print(batch_table(rows), end="")

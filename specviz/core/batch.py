@@ -104,7 +104,14 @@ class Batch:
         records = {id(g): g.finish(d, lg, t2 - t1) for g, d, lg in zip(live, drafted, logits, strict=True)}
         return [records.get(id(g)) for g in self.generations]
 
-    def run(self) -> list[Trace]:
-        while not self.done:
+    def run(self, waiting: list[Generation] = ()) -> list[Trace]:
+        """Decode until every sequence is done. ``waiting``: requests that take a sequence's place as soon as
+        it is done (continuous batching, as a server keeps its slots busy), so the batch stays this many sequences
+        until the queue is empty. -> every generation's trace, in the order admitted."""
+        queue, slots = list(waiting), len(self.generations)
+        while queue or not self.done:
+            free = slots - sum(not g.done for g in self.generations)
+            self.generations += queue[:free]
+            del queue[:free]
             self.step()
         return [g.trace for g in self.generations]

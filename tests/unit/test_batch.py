@@ -142,6 +142,25 @@ def test_finished_sequences_sit_out(target, tiny):
     assert [len(g.trace.rounds) for g in batch.generations] == [3, 9, 6]
 
 
+def test_a_waiting_request_takes_the_first_free_slot(target, tiny):
+    """Continuous batching (Batch.run's queue): a finished sequence's slot goes to the next request at once, the
+    batch never holds more sequences than its slots, and every request produces what it produces alone."""
+    lengths = (3, 9, 6, 4, 5)  # plain decoding: one round a token, so each sequence's life is its length
+    reqs = [(p, replace(s, max_new_tokens=n))
+            for (p, s), n in zip(requests(target, ["none"] * 5, 0.0), lengths, strict=True)]  # fmt: skip
+    gens = [Generation(target, p, s, tiny.model) for p, s in reqs]
+    for g in gens:
+        g.target.sync(g.tokens)  # each prompt's cache made before (as the bench does): a pass's rows are its rounds'
+    batch = Batch(gens[:2])
+    traces = batch.run(gens[2:])
+    # slot 1: 3, then request 3 (6 tokens) at pass 4, then request 5 (5) at pass 10; slot 2: 9, then request 4
+    # (4) at pass 10: both slots busy to pass 13, then one row to pass 14
+    assert batch.passes == 14 and batch.rows[:13] == [2] * 13 and batch.rows[13:] == [1]
+    assert [len(t.rounds) for t in traces] == list(lengths) and batch.generations == gens
+    alone = [Generation(target, p, s, tiny.model).run() for p, s in reqs]
+    assert [t.tokens for t in traces] == [a.tokens for a in alone]
+
+
 def test_exactness_lab_inside_a_batch_draws_what_it_draws_alone(tiny):
     """The lab's runs decoded 8 at a time: the same samples, so the same counts, as one at a time."""
     prompt = tiny.tokenizer.encode("the cat sat on the mat.\nthe cat sat on the")

@@ -7,7 +7,7 @@ import math
 import plotly.graph_objects as go
 import pytest
 
-from specviz.bench.batch import batch_table, crossover, run_batch_bench
+from specviz.bench.batch import WAVES, batch_table, crossover, run_batch_bench
 from specviz.bench.roofline import (
     NEVER_PAID,
     Roofline,
@@ -68,7 +68,7 @@ def test_the_bench_rows(target, tiny):
     assert rows_from_jsonl(rows_to_jsonl(rows)) == rows  # valid BenchRows
     for r in rows:
         assert r["suite"] == "batch" and r["same_as_baseline"] is True  # T = 0: the same tokens as plain decoding
-        assert r["tokens"] == 6 * r["batch"] and r["prompts"] == r["batch"]
+        assert r["tokens"] == 6 * r["batch"] * WAVES and r["prompts"] == r["batch"] and r["waves"] == WAVES
         if r["drafter"] == BASELINE:
             assert r["speedup"] == 1.0 and r["rows_per_pass"] == r["batch"] and r["tokens_per_forward"] == 1.0
             assert r["aa_speedup"] > 0 and r["aa_speedup"] != 1.0  # its second run, timed apart

@@ -18,7 +18,7 @@ cost, which leaves out the call's own overhead (charged alone, that measured wor
 in a batch, a round's fixed costs weigh several times more). The per-round part rides on v_B(N) for N >= 2.
 
 Prices read the measured curve as ``physical`` fits it: a shared machine's noise can make a row look free or
-a bigger batch look cheaper per sequence, and adaptive K would then draft deeper at a busier batch.
+a bigger batch look cheaper per sequence, and adaptive K's choices would follow the noise.
 
 A roofline (specviz/bench/roofline.py) can stand in for m: it gives only the pass's shape, so it scales the
 lone curve, v_B(N) = v(N) [t(B N, B) / t(B, B)] / [t(N, 1) / t(1, 1)], and it leaves out the CPU beside the
@@ -121,7 +121,7 @@ def physical(curve: LoadCurve) -> LoadCurve:
     costs no more in a bigger batch (share non-increasing in B), and one more row a sequence costs at least
     nothing, and no less in a bigger batch (each step of m(B, N) / m(B, 1) between measured N is >= 0 and
     non-decreasing in B). A shared machine's noise breaks both (a dip at one B, a row that seems free), and
-    prices that break them make adaptive K draft deeper at a busier batch than at a lighter one. Slopes are
+    adaptive K's choices would follow the noise (a deeper draft at one B for nothing but a dip there). Slopes are
     fitted where every B has the same N; a curve that does not is left as measured."""
     bs = sorted(curve.share)
     share = dict(zip(bs, [-s for s in _isotonic([-curve.share[b] for b in bs])], strict=True))

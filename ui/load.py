@@ -47,8 +47,8 @@ def render() -> None:
     if rows:
         first = rows[0]
         st.caption(md(f"A stored run of the batch bench (python -m specviz bench --batch): {first['cpu']}, {first['date']}, "
-                      f"{first['threads']} thread(s), load average {first['load_average']} (a busy shared machine: "
-                      f"noisy), {first['new_tokens']} characters a sequence, {first.get('waves') or 1} sequence(s) a slot in turn "
+                      f"{first['threads']} thread(s), load average {first['load_average']} ({load.machine(first)}), "
+                      f"{first['new_tokens']} characters a sequence, {first.get('waves') or 1} sequence(s) a slot in turn "
                       f"(a finished sequence's slot takes the next, as on a server), median of {first['repeats']} "
                       "interleaved repeats; bars: their min–max. τ: tokens per target forward pass.") + other_cpu(first["cpu"]))  # fmt: skip
     chart(crossover_figure(load.batch_rows(stored, every_model=True)), "load_speedup")

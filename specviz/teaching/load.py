@@ -54,6 +54,12 @@ def chosen_k(drafter: str, alpha: float, curve: CostCurve, seconds, batches) -> 
     return out
 
 
+def machine(row: dict) -> str:
+    """How busy the machine was during a stored run, in words: the bench's own thread alone keeps the load
+    average near 1, anything well above it is other work sharing the cores."""
+    return "a quiet machine" if row["load_average"] < 1.5 else "a busy shared machine: noisy"
+
+
 def closing(rows: list[dict]) -> str:
     """The answer to "speculative decoding made it slower: why?", in the stored run's numbers."""
     rows = [r for r in batch_rows(rows) if not r.get("k_auto", False)]
@@ -72,7 +78,7 @@ def closing(rows: list[dict]) -> str:
                  "was below 1 from the start" if s_lo < 1 else f"still paid at B = {hi}")  # fmt: skip
         parts.append(f"{d}: {s_lo:.2f}× at B = {lo}, {s_hi:.2f}× at B = {hi}, {where}")
     first = rows[0]
-    return (f"On {first['cpu']} ({first['date']}, load average {first['load_average']}: noisy), plain decoding went "
+    return (f"On {first['cpu']} ({first['date']}, load average {first['load_average']}: {machine(first)}), plain decoding went "
             f"from {plain[0]:.0f} to {plain[1]:.0f} tokens/s as the batch grew from {lo} to {hi}: one pass reads "
             "the weights once for every sequence. A draft rides along for free only while the pass is bound by "
             "reading memory; with many sequences the pass is bound by arithmetic, the draft's extra rows cost what "

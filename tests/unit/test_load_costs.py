@@ -95,6 +95,8 @@ def test_the_page_numbers():
         "from 200 to 900 tokens/s" in text
         and "trigram: 1.50× at B = 1, 0.50× at B = 8, stopped paying at about B = 3" in text
     )
+    assert "load average 8.0: a busy shared machine: noisy" in text  # the run's conditions, as they were
+    assert "load average 1.0: a quiet machine" in closing([dict(r, load_average=1.0) for r in rows])
 
 
 # A synthetic batch: a sequence's plain round in a batch of B costs share[B] of a lone one, and N rows a

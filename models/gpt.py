@@ -31,6 +31,13 @@ class GPTConfig:
 class PositionError(ValueError):
     """A position id outside [0, block_size): the model has no embedding for it."""
 
+    @classmethod
+    def check(cls, lo: int, hi: int, block_size: int) -> None:
+        """Raise for a pass whose positions run from ``lo`` to ``hi`` outside the window."""
+        if lo < 0 or hi >= block_size:
+            raise cls(f"position {hi if hi >= block_size else lo} is outside the model's context window "
+                      f"(block_size {block_size}: positions 0..{block_size - 1})")  # fmt: skip
+
 
 @dataclass(frozen=True)
 class KVCache:
@@ -186,11 +193,7 @@ class GPT(nn.Module):
         if pos.shape[-1] != T:
             raise ValueError(f"got {T} tokens but {pos.shape[-1]} position ids")
         lo, hi = (int(p) for p in pos.aminmax()) if pos.numel() else (0, 0)  # one op, not four
-        if lo < 0 or hi >= self.config.block_size:
-            raise PositionError(
-                f"position {hi if hi >= self.config.block_size else lo} is outside the model's context window "
-                f"(block_size {self.config.block_size}: positions 0..{self.config.block_size - 1})"
-            )
+        PositionError.check(lo, hi, self.config.block_size)
         if attn_mask is None and P > 0 and T > 1:
             attn_mask = torch.ones(T, P + T, dtype=torch.bool, device=idx.device).tril(P)
         if attn_mask is not None:

@@ -35,8 +35,9 @@ def kept_load_curve():
 def render() -> None:
     page_setup()
     st.title("Why does speculation get slower on a busy server?")
-    character_content("The figures on this page are the character GPT's: the batch bench and the roofline run on "
-                      "it only, not yet on a real model.")  # fmt: skip
+    character_content("This page runs the character GPT: its roofline and its one round of a batch. The chart's "
+                      "lines are the stored batch bench, the character GPT's and, marked with the model's name, a "
+                      "real model's where the bench ran on one.")  # fmt: skip
     question("Speculative decoding made it slower: why, and when?")
     try:
         stored = bench_rows(BENCH.read_text())

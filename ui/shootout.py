@@ -162,9 +162,8 @@ def render() -> None:
                f"sidebar's K and at most {QUICK_TOKENS} characters (about 20 s on a 2-core machine); the full sweep "
                f"also sweeps K over {', '.join(map(str, SWEEP_KS))}, generates the sidebar's max new tokens and compares "
                "the alternative verification rules (about a minute).")  # fmt: skip
-    valid = valid_spec(
-        models_or_stop()[0], "The drafter shoot-out", top
-    )  # says what is wrong with a bad prompt; None then
+    # says what is wrong with a bad prompt; None then
+    valid = valid_spec(models_or_stop()[0], "The drafter shoot-out", top)
     spec = valid[0] if valid else st.session_state.spec
     if valid is None and (kept := st.session_state.get("shootout")):
         shown = key(spec) if key(spec) in kept else list(kept)[-1]

@@ -23,8 +23,8 @@ def _reworded(fig, vocab: list[str]):
         note.text = say(note.text)
     for trace in fig.data:
         for name in ("name", "hovertemplate"):
-            if name in trace and (text := trace[name]) and say(text) != text:
-                trace[name] = say(text)
+            if name in trace and (text := trace[name]) and (said := say(text)) != text:
+                trace[name] = said
     return fig
 
 

@@ -10,13 +10,14 @@ import plotly.graph_objects as go
 import torch
 
 from specviz.charts.figure import arrow, bar, figure
+from specviz.charts.palette import GREY
 from specviz.core.record import PositionRecord, RoundRecord, TopRest, word_pieces, worded
 
 P_COLOUR, Q_COLOUR, MIN_COLOUR, DRAW_COLOUR = "#0072B2", "#E69F00", "rgba(0,158,115,0.35)", "#D55E00"
 CANDIDATE_COLUMNS = ["depth", "token", "q(x)", "p(x)", "p/q", "u", "result"]
 VISIBLE = str.maketrans({"\n": "\u21b5", " ": "\u2423"})  # newline and space as glyphs one can see
 REST = "the rest"  # the category of the bar for every token not shown
-REST_COLOUR = "#999999"  # palette.GREY: the mass of every token not shown
+REST_COLOUR = GREY  # the mass of every token not shown
 
 
 def label(vocab: list[str], token: int) -> str:

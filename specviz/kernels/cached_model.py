@@ -199,10 +199,7 @@ class CachedModel:
 
     def embed(self, tokens: list[int], positions: list[int]) -> torch.Tensor:
         """Token plus position embeddings; PositionError outside the window. -> (T, C)"""
-        lo, hi = min(positions), max(positions)
-        if lo < 0 or hi >= self.block_size:
-            bad = hi if hi >= self.block_size else lo
-            raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
+        PositionError.check(min(positions), max(positions), self.block_size)
         idx = torch.tensor(tokens, device=self.device)
         pos = torch.tensor(positions, device=self.device)
         return self.w.wte[idx] + self.w.wpe[pos]  # (T, C)

@@ -27,13 +27,6 @@ from transformers import DynamicCache
 from models.gpt import PositionError
 
 
-def _check_positions(positions: list[int], block_size: int) -> None:
-    lo, hi = min(positions), max(positions)
-    if lo < 0 or hi >= block_size:
-        bad = hi if hi >= block_size else lo
-        raise PositionError(f"position {bad} is outside the model's context window (block_size {block_size})")
-
-
 def batch_mask(lengths: list[int], allows: list[torch.Tensor], dtype: torch.dtype) -> torch.Tensor:
     """The additive mask of a padded batch: lengths[i] = P_i committed entries (left-padded to Lmax), allows[i]
     (T_i, T_i) bool over its new rows (True = may attend). -> (B, 1, Tmax, Lmax + Tmax), 0 where a row may
@@ -59,7 +52,7 @@ def forward_batch(targets: list, passes: list[tuple]) -> list[torch.Tensor]:
     assert len(set(map(id, targets))) == len(targets), "one cache per sequence"
     lengths, allows = [], []
     for t, (tokens, positions, tree_mask) in zip(targets, passes, strict=True):
-        _check_positions(positions, t.block_size)
+        PositionError.check(min(positions), max(positions), t.block_size)
         t._crop(t.length)  # as forward: the last pass's scratch goes
         T = len(tokens)
         lengths.append(t.length)

@@ -107,10 +107,7 @@ class HFTarget:
         the committed entries, for which transformers builds the mask itself, as in its own generate: none at
         all for one row or a prefill (SDPA's mask-free path), a causal one otherwise. Only the rows from
         ``skip`` on reach the language-model head (transformers' logits_to_keep)."""
-        lo, hi = min(positions), max(positions)
-        if lo < 0 or hi >= self.block_size:
-            bad = hi if hi >= self.block_size else lo
-            raise PositionError(f"position {bad} is outside the model's context window (block_size {self.block_size})")
+        PositionError.check(min(positions), max(positions), self.block_size)
         mask = None if allow is None else self.mask(self.length, allow)
         args = dict(input_ids=torch.tensor([tokens], device=self.device),
                     position_ids=torch.tensor([positions], device=self.device),

@@ -145,7 +145,7 @@ def run_llm_bench(ck, prompts: dict[str, str] | None = None, drafters: list[str]
             version = _version(impl)
             for row in _rows(table, impl, "llm", ("specviz", (BASELINE, k, False, LOSSLESS, DYNAMIC)), version,
                              prompts=len(names), repeats=repeats, new_tokens=max_new_tokens):  # fmt: skip
-                rows.append(row | {"prompt": scope})
+                rows.append(row | {"prompt": scope, "model": ck.name})
     extras = {"departures": {}, "verify_costs": verify_costs(ck.target_model(), ck.config.vocab_size)}
     if transformers:
         for name, prompt in ids.items():

@@ -100,6 +100,8 @@ def format_table(rows: list[dict], markdown: bool = False) -> str:
     cells = [[h for h, _, _ in COLUMNS]]
     for r in rows:
         r = OPTIONAL | r | {"k": f"auto≤{r['k']}" if r.get("k_auto") else r["k"]}
+        if r["suite"] == "llm":  # one row per prompt, then the set's: the suite cell names which
+            r["suite"] = f"llm/{r['prompt'] or 'all'}"
         cells.append(["-" if r[key] is None else fmt.format(r[key]) for _, key, fmt in COLUMNS])
     if markdown:
         lines = ["| " + " | ".join(row) + " |" for row in cells]

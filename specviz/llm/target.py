@@ -22,6 +22,7 @@ from transformers import DynamicCache
 from models.gpt import PositionError
 from specviz.kernels.cached_model import CachedModel
 from specviz.llm.batched import forward_batch
+from specviz.llm.lean import lean
 
 # model_type -> the config field that names its context window. Llama-family models (SmolLM2) and GPT-2.
 SUPPORTED = {"llama": "max_position_embeddings", "gpt2": "n_positions"}
@@ -47,7 +48,8 @@ class HFTarget:
     def __init__(self, model):
         cfg = model.config
         kind = check_architecture(cfg)
-        self.model = model.eval()
+        self.model = model.eval()  # the model as loaded: shared by every session, never changed
+        self.net = lean(self.model)  # the same weights, its linear layers on our kernel: what the passes run
         self.block_size = int(getattr(cfg, SUPPORTED[kind]))
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
         self.n_layer, self.n_embd = int(cfg.num_hidden_layers), int(cfg.hidden_size)
@@ -114,10 +116,10 @@ class HFTarget:
                     attention_mask=mask, past_key_values=self.cache, use_cache=True)  # fmt: skip
         self._new += len(tokens)
         if not logits:
-            self.model.base_model(**args)  # no language-model head: a prefill
+            self.net.base_model(**args)  # no language-model head: a prefill
             return None
         assert 0 <= skip < len(tokens), "skip leaves at least one row"
-        return self.model(**args, logits_to_keep=len(tokens) - skip).logits[0].to(self.dtype)  # (T - skip, V)
+        return self.net(**args, logits_to_keep=len(tokens) - skip).logits[0].to(self.dtype)  # (T - skip, V)
 
     def keep(self, new: list[int], tokens: list[int]) -> None:
         """Commit the last forward's rows ``new`` (a chain's prefix, a tree's path) that hold ``tokens``."""
@@ -168,7 +170,7 @@ class HFTarget:
         n_layers layers, and it ends with the model's final norm."""
         early = self._early.get(n_layers)
         if early is None:
-            base = self.model.base_model
+            base = self.net.base_model
             early = copy.copy(base)
             early._modules = dict(base._modules)
             name = "layers" if "layers" in base._modules else "h"  # Llama's blocks, GPT-2's
@@ -195,7 +197,7 @@ class HFTarget:
     @torch.no_grad()
     def head(self, x: torch.Tensor) -> torch.Tensor:
         """The language-model head over first_layers' (normed) rows. (T, C) -> (T, V)"""
-        return self.model.get_output_embeddings()(x).to(self.dtype)
+        return self.net.get_output_embeddings()(x).to(self.dtype)
 
     def held(self) -> tuple:
         """The model and the cache's tensors: what a drafter bound to this target shares with plain decoding."""

@@ -18,7 +18,8 @@ PROMPT = "ROMEO:\nBut soft, what light through yonder window breaks? But soft, w
 
 
 class Seen:
-    """What the model's forward was called with (the attention mask) and how many rows reached its head."""
+    """What the model's forward was called with (the attention mask) and how many rows reached its head, seen on
+    the target's ``net`` (specviz/llm/lean.py), the same for every target of the model."""
 
     def __init__(self, model):
         self.masks, self.head_rows = [], []
@@ -56,7 +57,7 @@ def test_a_causal_chain_passes_no_mask_and_equals_the_masked_pass(kind, rows):
     ck, ctx, t = prompted(kind)
     P = t.length
     tokens, positions = ctx[-1:] + [5, 9, 11, 20][: rows - 1], list(range(P, P + rows))
-    seen = Seen(ck.model)
+    seen = Seen(ck.target_model().net)  # the model the passes run: its linear layers on the kernel
     try:
         fast = t.forward(tokens, positions)
         masked = t.forward(tokens, positions, causal(rows))  # the explicit 4D mask of the same causal chain
@@ -73,7 +74,7 @@ def test_a_causal_chain_passes_no_mask_and_equals_the_masked_pass(kind, rows):
 def test_a_prefill_passes_no_mask_and_equals_the_masked_pass(kind):
     ck, ctx, fast_t = prompted(kind, synced=False)
     masked_t = ck.target_model()
-    seen = Seen(ck.model)
+    seen = Seen(ck.target_model().net)  # the model the passes run: its linear layers on the kernel
     try:
         fast = fast_t.forward(ctx, list(range(len(ctx))))
         masked = masked_t.forward(ctx, list(range(len(ctx))), causal(len(ctx)))
@@ -92,7 +93,7 @@ def test_a_prefill_passes_no_mask_and_equals_the_masked_pass(kind):
 def test_positions_that_are_not_the_next_entries_keep_the_explicit_mask(kind):
     ck, ctx, t = prompted(kind)
     P = t.length
-    seen = Seen(ck.model)
+    seen = Seen(ck.target_model().net)  # the model the passes run: its linear layers on the kernel
     try:
         t.forward(ctx[-1:] + [5], [P, P + 1])  # the next entries: no mask
         t.forward(ctx[-1:] + [5], [P, P + 2])  # a gap (a tree's depth, an extra's offset): the explicit mask
@@ -106,7 +107,7 @@ def test_positions_that_are_not_the_next_entries_keep_the_explicit_mask(kind):
 def test_skip_leaves_the_prefix_rows_out_of_the_head(kind, skip):
     ck, ctx, whole_t = prompted(kind, synced=False)
     skip_t = ck.target_model()
-    seen = Seen(ck.model)
+    seen = Seen(ck.target_model().net)  # the model the passes run: its linear layers on the kernel
     try:
         whole = whole_t.forward(ctx, list(range(len(ctx))))
         part = skip_t.forward(ctx, list(range(len(ctx))), skip=skip)
@@ -135,7 +136,7 @@ def test_the_engines_prefill_round_skips_the_prompt_rows(kind):
     ck = checkpoint(kind)
     prompt = ck.tokenizer.encode(PROMPT)
     gen = Generation(ck, prompt, Settings(drafter="none", temperature=0.0, max_new_tokens=3))
-    seen = Seen(ck.model)
+    seen = Seen(ck.target_model().net)  # the model the passes run: its linear layers on the kernel
     try:
         gen.step()
         gen.step()

@@ -1,0 +1,56 @@
+"""The README's real-model goal lines (benchmarks/readme_bench.py, issue 42) and the table's llm suite cell,
+on made-up llm rows: met and not met are read from the rows, never written in."""
+
+import importlib.util
+
+import pytest
+
+from specviz.bench.report import format_table
+from tests.conftest import ROOT, bench_row
+
+spec = importlib.util.spec_from_file_location("readme_bench", ROOT / "benchmarks" / "readme_bench.py")
+readme_bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(readme_bench)
+
+
+def llm_rows(best: float, peer_plain: tuple[float, float], lookup: float) -> list[dict]:
+    """A real-model run: the repeat prompt's rows and the set's, ours at 20 tokens/s. ``best``: our prompt
+    lookup's speedup on the repeat prompt; peer_plain: transformers' plain decoding's min and max over
+    the repeats, as a fraction of ours; ``lookup``: transformers' prompt lookup on the repeat prompt."""
+    base = bench_row() | {"suite": "llm", "model": "smollm2", "speedup_min": 1.0, "speedup_max": 1.0}
+
+    def row(prompt, impl, drafter, speedup, lo=None, hi=None):
+        return base | {"prompt": prompt, "impl": impl, "drafter": drafter, "speedup": speedup,
+                       "tokens_per_s": 20 * speedup, "speedup_min": lo or speedup, "speedup_max": hi or speedup,
+                       "tokens_per_forward": 2.0}  # fmt: skip
+
+    lo, hi = peer_plain
+    return [
+        row("repeat", "specviz", "none", 1.0),
+        row("repeat", "specviz", "prompt-lookup", best, best - 0.1, best + 0.1),
+        row("repeat", "transformers", "prompt-lookup", lookup),
+        row(None, "specviz", "none", 1.0),
+        row(None, "transformers", "none", (lo + hi) / 2, lo, hi),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("best", "peer", "lookup", "verdicts"),
+    [
+        (1.7, (0.5, 0.6), 0.8, ["met", "met"]),
+        (1.4, (0.5, 0.6), 0.8, ["met", "not met"]),  # under 1.5x
+        (1.6, (0.5, 0.6), 1.7, ["met", "not met"]),  # behind transformers' prompt lookup
+        (1.7, (0.95, 1.02), 0.8, ["not met", "met"]),  # transformers faster in one repeat
+    ],
+)
+def test_the_real_model_goals_read_the_rows(best, peer, lookup, verdicts):
+    lines = readme_bench.real_model_goals(llm_rows(best, peer, lookup)).splitlines()
+    assert len(lines) == 2 and all(line.startswith("| smollm2") for line in lines)
+    assert [line.rsplit("|", 2)[-2].strip() for line in lines] == verdicts
+    assert f"prompt-lookup **{best:.2f}×**" in lines[1]
+
+
+def test_no_real_model_rows_no_goal_lines_and_the_suite_cell_names_the_prompt():
+    assert readme_bench.real_model_goals([bench_row()]) == ""
+    table = format_table(llm_rows(1.7, (0.5, 0.6), 0.8)).splitlines()
+    assert [line.split()[0] for line in table] == ["suite", *["llm/repeat"] * 3, *["llm/all"] * 2]

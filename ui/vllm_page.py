@@ -57,7 +57,7 @@ def costs(stats: vllm.VllmSpecStats) -> tuple[float, float, int]:
                                help="A verify pass of K + 1 tokens costs v(K) = 1 + s·K one-token passes of the "
                                "target. s stays small while a pass is bound by reading the weights, as for a large "
                                "model on a GPU; this app's character model on its 2-core CPU costs about 1.35 passes "
-                               "to verify 5 tokens (s ≈ 0.09), SmolLM2-135M about 1.5 (s ≈ 0.12).")  # fmt: skip
+                               "to verify 5 tokens (s ≈ 0.09), SmolLM2-135M about 1.3 (s ≈ 0.07).")  # fmt: skip
     draft = c[1].number_input("Draft cost c per drafted token", 0.0, 5.0, 0.05, 0.01, key="vllm_draft_cost",
                               help="What drafting one token costs, in one-token passes of the target: about the "
                               "draft model's size over the target's; near 0 for n-gram lookup.")  # fmt: skip

@@ -57,7 +57,8 @@ def add_run_args(p: argparse.ArgumentParser, samples: bool = False, json_flag: b
             p.add_argument(flag, dest=name, type=kind, default=value, help=flag_help(name, k))
     p.add_argument("--model", default="target", help="target: the character checkpoint target or tiny (or a "
                    ".safetensors path), or a real model: smollm2 (SmolLM2-135M-Instruct, shipped), a local transformers "
-                   "folder, or a hub name in the local cache (no downloads)")  # fmt: skip
+                   "folder, or a hub name in the local cache (no downloads). A real model's tokens are word pieces: "
+                   "with one, read 'tokens' wherever this help says 'characters'")  # fmt: skip
     p.add_argument("--draft-model", default=None, help="a real model's draft model (a folder or hub name) for the "
                    "drafters that need one; it must share the target's tokenizer")  # fmt: skip
     p.add_argument("--dtype", choices=tuple(DTYPES), default="float32",

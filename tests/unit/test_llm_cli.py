@@ -136,3 +136,10 @@ def test_pieces_show_their_whitespace():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here: --device cuda is accepted")
 def test_device_cuda_without_a_gpu(capsys):
     assert "sees no GPU" in one_line_error(capsys, "generate", "--model", str(folder("llama")), "--device", "cuda")
+
+
+def test_the_help_says_how_to_read_characters_on_a_real_model(capsys):
+    code, out, _ = run(capsys, "generate", "--help")
+    text = " ".join(out.split())
+    assert code == 0 and "Characters to generate" in text
+    assert "with one, read 'tokens' wherever this help says 'characters'" in text

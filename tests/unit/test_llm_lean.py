@@ -72,3 +72,15 @@ def test_without_the_kernel_the_model_itself_runs(monkeypatch):
 def test_a_dtype_the_kernel_lacks_runs_on_torchs_layers():
     model = load_model(str(folder("llama")), torch.bfloat16).model
     assert lean(model) is model
+
+
+def test_the_copy_goes_with_its_model():
+    """The app's cache may drop a model: its kernel copy (a second copy of its weights) must go with it."""
+    import gc
+
+    model = load_model(str(folder("gpt2")), torch.float32).model
+    assert lean(model) is not model and model in lean_module._LEAN
+    count = len(lean_module._LEAN)
+    del model
+    gc.collect()
+    assert len(lean_module._LEAN) == count - 1

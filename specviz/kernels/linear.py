@@ -70,9 +70,19 @@ class Linear:
         self._fn = fn
         self._resolved = True  # last: another thread reading the fields meanwhile resolves them itself
 
-    def lay_out(self) -> None:
-        """Find the kernel and lay the weight out in its panels now, not at the first call."""
+    def lay_out(self, keep_weight: bool = True) -> None:
+        """Find the kernel and lay the weight out in its panels now, not at the first call. ``keep_weight=False``:
+        where the kernel runs, the panels alone then hold the weight (the (in, out) copy they were made from
+        goes: half the memory), and the rare torch.addmm fallback rebuilds it from them."""
         self._resolve()
+        if not keep_weight and self._fn is not None:
+            self.weight_t = self.weight_t.new_empty(0)  # its dtype still says what x must be
+
+    def _dense(self) -> torch.Tensor:
+        """(in, out): the weight as torch.addmm takes it."""
+        if self.weight_t.dim() == 2:
+            return self.weight_t
+        return self._panels.transpose(0, 1).reshape(self.n_in, self._width)[:, : self.n_out]
 
     @property
     def fn(self):
@@ -105,7 +115,7 @@ class Linear:
         N = x.size(0)
         self._resolve()
         if self._fn is None or x.shape != (N, self.n_in) or x.dtype != self.weight_t.dtype or not x.is_cpu:
-            return torch.addmm(self.bias, x, self.weight_t)  # which also says what is wrong with x, if anything
+            return torch.addmm(self.bias, x, self._dense())  # which also says what is wrong with x, if anything
         x = x.contiguous()
         y = torch.empty(N, self._width, dtype=x.dtype)
         self._fn(

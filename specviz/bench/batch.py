@@ -167,7 +167,7 @@ def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | No
     total = lambda key: sum(s[key] for s in sums)  # noqa: E731
     return {"seconds": seconds, "tokens": sum(len(t.tokens) for t in traces), "rounds": total("target_forwards"),
             "passes": batch.passes, "rows": sum(batch.rows) - batch.prefilled, "tried": total("tried"), "accepted": total("accepted"),
-            "pass_s": batch.pass_s, "draft_s": sum(r.draft_s for t in traces for r in t.rounds),
+            "busy_s": batch.busy[0], "busy_tokens": batch.busy[1], "pass_s": batch.pass_s, "draft_s": sum(r.draft_s for t in traces for r in t.rounds),
             "accept_s": sum(r.accept_s for t in traces for r in t.rounds), "outputs": [t.tokens for t in traces]}  # fmt: skip
 
 
@@ -230,6 +230,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
     for (B, (d, kd, auto)), reps in runs.items():
         base = runs[(B, configs[0])]
         ratios = [b["seconds"] / r["seconds"] for b, r in zip(base, reps, strict=True)]
+        busy = [_busy_rate(r) / _busy_rate(b) for b, r in zip(base, reps, strict=True)]
         first = reps[0]  # counts are the same in every repeat: same seeds, same work
         tau = first["tokens"] / first["rounds"]
         med = lambda key, reps=reps: statistics.median(r[key] for r in reps)  # noqa: E731
@@ -248,10 +249,18 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             rows_per_pass=first["rows"] / first["passes"], model=model, waves=waves,
             aa_speedup=statistics.median(a["seconds"] / b["seconds"] for a, b in zip(reps, again[B], strict=True))
             if (d, kd, auto) == configs[0] else None,
+            busy_speedup=statistics.median(busy), busy_min=min(busy), busy_max=max(busy),
+            aa_busy=statistics.median(_busy_rate(a) / _busy_rate(b) for a, b in zip(again[B], reps, strict=True))
+            if (d, kd, auto) == configs[0] else None,
         )  # fmt: skip
         rows.append(asdict(row))
     rows.sort(key=lambda r: (r["batch"], configs.index((r["drafter"], r["k"], r["k_auto"]))))
     return rows
+
+
+def _busy_rate(run: dict) -> float:
+    """A batch_run's tokens/s while every slot held a sequence (Batch.run's ``busy``)."""
+    return run["busy_tokens"] / run["busy_s"]
 
 
 def crossover(rows: list[dict], drafter: str, auto: bool = False, model: str | None = None) -> float | None:
@@ -293,17 +302,25 @@ def per_round_cpu(row: dict) -> float:
     return max(0.0, row["seconds"] - row["verify_s"]) / rounds
 
 
+def _span(low: float, high: float) -> str:
+    return f"{low:.2f}-{high:.2f}"
+
+
 def batch_table(rows: list[dict]) -> str:
     """The batch bench's rows as a text table: per batch size and configuration, tokens/s, speedup over
-    plain decoding at the same batch (median, min-max over repeats), tau and the rows a pass carried."""
-    lines = [f"{'batch':>5}  {'drafter':<12} {'tokens/s':>9} {'speedup':>8} {'min-max':>11} {'tau':>5} "
-             f"{'rows/pass':>9}"]  # fmt: skip
+    plain decoding at the same batch (median, min-max over repeats) over the whole queue and, where measured,
+    while every slot was busy (Batch.run's ``busy``), tau and the rows a pass carried."""
+    busy = all(r.get("busy_speedup") is not None for r in rows)
+    lines = [f"{'batch':>5}  {'drafter':<12} {'tokens/s':>9} {'speedup':>8} {'min-max':>11} "
+             + (f"{'busy':>5} {'min-max':>11} " if busy else "") + f"{'tau':>5} {'rows/pass':>9}"]  # fmt: skip
     for r in rows:
-        spread = f"{r['speedup_min']:.2f}-{r['speedup_max']:.2f}"
+        spread = _span(r["speedup_min"], r["speedup_max"])
         name = f"{r['drafter']} auto" if r.get("k_auto") else r["drafter"]
+        steady = f"{r['busy_speedup']:>5.2f} {_span(r['busy_min'], r['busy_max']):>11} " if busy else ""
         lines.append(f"{r['batch']:>5}  {name:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
-                     f"{spread:>11} {r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
-    aa = [f"B={r['batch']} {r['aa_speedup']:.2f}" for r in rows if r.get("aa_speedup") is not None]
+                     f"{spread:>11} {steady}{r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
+    aa = [f"B={r['batch']} {r['aa_speedup']:.2f}" + (f" (busy {r['aa_busy']:.2f})" if busy else "")
+          for r in rows if r.get("aa_speedup") is not None]  # fmt: skip
     if aa:
         lines.append("plain decoding against itself (A/A, what noise alone gives): " + ", ".join(aa))
     first = rows[0]
@@ -311,4 +328,9 @@ def batch_table(rows: list[dict]) -> str:
                  f"{first['new_tokens']} tokens a sequence, {first.get('waves') or 1} request(s) a slot, "
                  f"T = {first['temperature']:g}, K = {first['k']}, "
                  f"median of {first['repeats']} interleaved repeats")  # fmt: skip
+    if busy:
+        lines.append(
+            "busy: while every slot held a sequence (a server's steady state at this batch size); "
+            "speedup: the whole queue, its drain included"
+        )
     return "\n".join(lines) + "\n"

@@ -75,6 +75,13 @@ class BenchRow:
     # Suite "batch": requests per slot, a finished sequence's slot taking the next (bench/batch.py WAVES); None or
     # 1: one request a slot, the batch drains
     waves: int | None = None
+    # Suite "batch", while every slot held a sequence (the run up to the first round a slot sat idle: a server's
+    # steady state at this batch size, before the last requests drain): tokens/s over plain decoding's (median,
+    # lowest, highest over repeats), and plain decoding's A/A of it on its own row. None: not measured.
+    busy_speedup: float | None = None
+    busy_min: float | None = None
+    busy_max: float | None = None
+    aa_busy: float | None = None
 
 
 def rows_to_jsonl(rows: list[dict]) -> str:
@@ -87,7 +94,7 @@ OPTIONAL = {"k_auto": False, "load_average": None, "verification": LOSSLESS, "ta
             "tau_same_block": None, "tau_same_traversal": None, "memory_mb": None, "aa_speedup": None,
             "verdict": None, "verdict_p": None, "accept_cost": None, "cpu": None, "costs": None, "speedup_min": None, "speedup_max": None,
             "date": None, "batch": None, "rows_per_pass": None, "prompt": None, "model": None,
-            "waves": None}  # fmt: skip
+            "waves": None, "busy_speedup": None, "busy_min": None, "busy_max": None, "aa_busy": None}  # fmt: skip
 
 
 def _field_error(name: str, kind, value) -> str | None:

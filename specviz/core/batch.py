@@ -72,6 +72,7 @@ class Batch:
         self.pass_s = 0.0  # seconds in the target passes, by ``clock``
         self.clock = time.perf_counter  # wall time; a bench on one thread may time CPU instead (adaptive/load.py clock)
         self.prefilled = 0  # rows of context the passes prefilled (the prompts', the window jumps')
+        self.busy: tuple[float, int] | None = None  # run(): (seconds, tokens) while every slot had a sequence
 
     @classmethod
     def of(cls, target: Checkpoint, requests: list[tuple[list[int], Settings]], draft_model=None) -> "Batch":
@@ -107,11 +108,23 @@ class Batch:
     def run(self, waiting: list[Generation] = ()) -> list[Trace]:
         """Decode until every sequence is done. ``waiting``: requests that take a sequence's place as soon as
         it is done (continuous batching, as a server keeps its slots busy), so the batch stays this many sequences
-        until the queue is empty. -> every generation's trace, in the order admitted."""
+        until the queue is empty. ``busy`` is then (seconds, tokens) up to the first round a slot sat idle:
+        the part of the run at this batch size, a server's steady state (after it, the last requests drain in
+        passes the batch no longer fills). -> every generation's trace, in the order admitted."""
         queue, slots = list(waiting), len(self.generations)
+        t0, self.busy = self.clock(), None
         while queue or not self.done:
             free = slots - sum(not g.done for g in self.generations)
-            self.generations += queue[:free]
+            admitted = queue[:free]
+            self.generations += admitted
             del queue[:free]
+            if self.busy is None and len(admitted) < free:
+                self.busy = self._so_far(t0)  # a slot has no request left: the batch is below its size from here
             self.step()
+        if self.busy is None:  # every pass ran full (every sequence finished in the same round)
+            self.busy = self._so_far(t0)
         return [g.trace for g in self.generations]
+
+    def _so_far(self, t0: float) -> tuple[float, int]:
+        """(seconds since t0 by ``clock``, tokens emitted so far by every sequence)"""
+        return self.clock() - t0, sum(len(r.emitted) for g in self.generations for r in g.trace.rounds)

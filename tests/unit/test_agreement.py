@@ -45,6 +45,16 @@ def test_edges_touching_agree():
     assert agree(fig(1.0, 0.9, 1.1), fig(1.2, 1.1, 1.3)) and not agree(fig(1.0, 0.9, 1.1), fig(1.2, 1.11, 1.3))
 
 
+def test_edges_that_touch_as_shown_agree():
+    """The verdict reads the figures the sentence prints: 2.2799 and 2.2801 both show as 2.28, and a range
+    printed as ending where the other begins agrees (a suite run once saw 'differ' beside 2.05–2.28 and
+    2.28–2.54)."""
+    race, stored = fig(2.16, 2.05, 2.2799, where="this race"), fig(2.34, 2.2801, 2.54)
+    assert agree(race, stored) and agree(stored, race)
+    assert sentence(race, stored).endswith("The two agree within their run-to-run spread.")
+    assert not agree(race, fig(2.34, 2.2851, 2.54))  # shows as 2.29: apart
+
+
 def test_bench_figure_is_the_stored_row():
     """The stored run's figure for the race's configuration (distilled, T = 0, adaptive K) is the row the atlas
     shows, with the min and max of its repeats; a fixed K the run did not use, or a temperature it did not run,

@@ -139,7 +139,17 @@ def test_finished_sequences_sit_out(target, tiny):
     batch = Batch.of(target, reqs, tiny.model)
     batch.run()
     assert batch.passes == 9 and batch.rows[3:] == [2, 2, 2, 1, 1, 1]  # plain decoding: a row per live sequence
+    assert batch.busy[1] == 9  # full for 3 passes of 3 sequences; from the 4th a slot sat idle
     assert [len(g.trace.rounds) for g in batch.generations] == [3, 9, 6]
+
+
+def test_a_batch_that_finishes_together_is_busy_to_its_end(target, tiny):
+    """Sequences of one length (plain decoding) fill every pass to the last: the busy part is the whole run."""
+    reqs = [(p, replace(s, max_new_tokens=5)) for p, s in requests(target, ["none"] * 4, 0.0)]
+    gens = [Generation(target, p, s, tiny.model) for p, s in reqs]
+    batch = Batch(gens[:2])
+    batch.run(gens[2:])
+    assert batch.passes == 10 and batch.busy[1] == 20
 
 
 def test_a_waiting_request_takes_the_first_free_slot(target, tiny):
@@ -156,6 +166,8 @@ def test_a_waiting_request_takes_the_first_free_slot(target, tiny):
     # slot 1: 3, then request 3 (6 tokens) at pass 4, then request 5 (5) at pass 10; slot 2: 9, then request 4
     # (4) at pass 10: both slots busy to pass 13, then one row to pass 14
     assert batch.passes == 14 and batch.rows[:13] == [2] * 13 and batch.rows[13:] == [1]
+    seconds, tokens = batch.busy  # the steady state: up to the first pass a slot had no request left
+    assert tokens == 26 and seconds > 0
     assert [len(t.rounds) for t in traces] == list(lengths) and batch.generations == gens
     alone = [Generation(target, p, s, tiny.model).run() for p, s in reqs]
     assert [t.tokens for t in traces] == [a.tokens for a in alone]

@@ -72,9 +72,12 @@ def test_the_bench_rows(target, tiny):
         if r["drafter"] == BASELINE:
             assert r["speedup"] == 1.0 and r["rows_per_pass"] == r["batch"] and r["tokens_per_forward"] == 1.0
             assert r["aa_speedup"] > 0 and r["aa_speedup"] != 1.0  # its second run, timed apart
+            assert r["busy_speedup"] == 1.0 and r["aa_busy"] > 0 and r["aa_busy"] != 1.0
         else:
             assert r["rows_per_pass"] > r["batch"] and r["tokens_per_forward"] > 1 and r["aa_speedup"] is None
-    assert "3  eagle3" in batch_table(rows) and "(A/A, what noise alone gives): B=1 " in batch_table(rows)
+            assert r["busy_min"] <= r["busy_speedup"] <= r["busy_max"] and r["aa_busy"] is None
+    table = batch_table(rows)
+    assert "3  eagle3" in table and "(A/A, what noise alone gives): B=1 " in table and "(busy " in table
     auto = [dict(r, k_auto=True, rows_per_pass=float(r["batch"])) for r in rows if r["drafter"] != BASELINE]
     lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows + auto, 150.0)
     b1 = next(x for x in lines if x.startswith("  B = 1:"))

@@ -54,3 +54,39 @@ def test_no_real_model_rows_no_goal_lines_and_the_suite_cell_names_the_prompt():
     assert readme_bench.real_model_goals([bench_row()]) == ""
     table = format_table(llm_rows(1.7, (0.5, 0.6), 0.8)).splitlines()
     assert [line.split()[0] for line in table] == ["suite", *["llm/repeat"] * 3, *["llm/all"] * 2]
+
+
+def batch_rows(auto_busy: float, auto_whole: float) -> list[dict]:
+    """A character-model batch run at B = 4: plain decoding (A/A 0.97 busy, 0.98 whole), the trigram with
+    adaptive K (drafting: 1.5 rows a sequence a pass), and EAGLE-3's adaptive row that never drafted."""
+    base = bench_row() | {"suite": "batch", "batch": 4, "speedup_min": 1.0, "speedup_max": 1.0, "busy_min": 1.0,
+                          "busy_max": 1.0, "rows_per_pass": 4.0, "aa_speedup": None, "aa_busy": None}  # fmt: skip
+    return [
+        base | {"drafter": "none", "speedup": 1.0, "busy_speedup": 1.0, "aa_speedup": 0.98, "aa_busy": 0.97},
+        base
+        | {
+            "drafter": "trigram",
+            "k_auto": True,
+            "speedup": auto_whole,
+            "busy_speedup": auto_busy,
+            "rows_per_pass": 6.0,
+        },
+        base | {"drafter": "eagle3", "k_auto": True, "speedup": 0.99, "busy_speedup": 0.99},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("busy", "whole", "verdicts"), [(1.02, 0.95, ["met", "not met"]), (0.96, 0.99, ["not met", "met"])]
+)
+def test_issue_44s_goal_reads_the_floor_from_the_run(busy, whole, verdicts):
+    rows = batch_rows(busy, whole)
+    got = [readme_bench.goal(rows, m) for m in ("busy", "whole")]
+    assert [g[0] for g in got] == verdicts
+    assert [g[1] for g in got] == [0.97, 0.98]  # the A/A's, under the idle row's 0.99
+    for (verdict, _, low), figure in zip(got, (busy, whole), strict=True):
+        assert (low == [f"trigram at B = 4 ({figure:.2f}×, 1.00-1.00)"]) == (verdict == "not met")
+    text = readme_bench.under_load(rows)
+    assert (
+        f"**{verdicts[0]}**" in text
+        and f"Over the whole queue, the drain of the last requests included: {verdicts[1]}" in text
+    )

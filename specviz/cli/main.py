@@ -83,7 +83,8 @@ def build_parser() -> OneLineParser:
     b.add_argument("--no-lossy", action="store_true",
                    help="skip the lossy methods' rows (NASD's own rule, Medusa's typical acceptance; T > 0)")  # fmt: skip
     b.add_argument("--drafters", default=None,
-                   help="comma-separated drafters to run (the baseline always runs); default: every registered one")  # fmt: skip
+                   help="comma-separated drafters to run (the baseline always runs); default: every registered one, "
+                   "with --batch the drafters marked for load (Drafter.under_load)")  # fmt: skip
     b.add_argument("--out", help="also write the rows to this JSON-lines file")
     b.add_argument("--batch", help="batch sizes, e.g. 1,2,4,8,16,32,64: time plain decoding and a few drafters "
                    "decoding that many sequences together, instead of the main suite (specviz/bench/batch.py)")  # fmt: skip

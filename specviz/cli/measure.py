@@ -151,7 +151,7 @@ def batch_sizes(text: str) -> tuple[int, ...]:
 def cmd_bench_batch(args) -> None:
     """bench --batch: plain decoding and the batch bench's drafters at each batch size, then the roofline."""
     from specviz.adaptive.load import LoadCosts, kept_load
-    from specviz.bench.batch import batch_table, mean_context, measure_load, run_batch_bench
+    from specviz.bench.batch import DRAFTERS, batch_table, mean_context, measure_load, run_batch_bench
     from specviz.bench.roofline import roofline, roofline_lines
 
     sizes = batch_sizes(args.batch)
@@ -172,8 +172,8 @@ def cmd_bench_batch(args) -> None:
             with progress_bar("measuring batched rounds", "batch size") as progress:
                 load = LoadCosts(curve, kept_load(target, lambda: measure_load(target, progress=progress)))
     with progress_bar("batch bench", "batch") as progress:
-        rows = run_batch_bench(target, tiny, sizes, k=args.k, max_new_tokens=max_new_tokens, repeats=repeats,
-                               seed=args.seed, progress=progress, load=load)  # fmt: skip
+        rows = run_batch_bench(target, tiny, sizes, drafters or DRAFTERS, k=args.k, max_new_tokens=max_new_tokens,
+                               repeats=repeats, seed=args.seed, progress=progress, load=load)  # fmt: skip
     if write_rows(args, rows):
         return
     print(batch_table(rows), end="")

@@ -125,3 +125,9 @@ def test_the_cli_prices_adaptive_k_on_the_measured_rounds(capsys, tmp_path):
     for r in auto:  # priced on the rounds measured here and on the drafting measured here, and it says so
         assert "under load measured on" in r["costs"] and "drafting here" in r["costs"], r["costs"]
     assert all(r["version"].endswith("timed in thread CPU time)") for r in rows)  # --threads 1 by default
+    out.unlink()  # --drafters picks the batch bench's drafters too (the load curve is kept from the run above)
+    code = main(["bench", "--batch", "1", "--drafters", "trigram", "--max-new-tokens", "4", "--repeats", "1",
+                 "--out", str(out)])  # fmt: skip
+    assert code in (0, None), capsys.readouterr().err
+    rows = rows_from_jsonl(out.read_text())
+    assert [(r["drafter"], r["k_auto"]) for r in rows] == [("none", False), ("trigram", False), ("trigram", True)]

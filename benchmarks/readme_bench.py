@@ -95,9 +95,8 @@ noise floor is the lowest median of the rows that decode exactly as plain decodi
 def goal(rows: list[dict], measure: str) -> tuple[str, float, list[str]]:
     """Issue 44's goal on the character model's batch rows, by ``measure`` ("busy": while every slot held a
     sequence; "whole": the whole queue). -> ("met" or "not met", the noise floor, the adaptive rows below it)"""
-    name = {"busy": ("busy_speedup", "busy_min", "busy_max", "aa_busy"),
-            "whole": ("speedup", "speedup_min", "speedup_max", "aa_speedup")}[measure]  # fmt: skip
-    mid, lo, hi, aa = name
+    mid, lo, hi, aa = {"busy": ("busy_speedup", "busy_min", "busy_max", "aa_busy"),
+                       "whole": ("speedup", "speedup_min", "speedup_max", "aa_speedup")}[measure]  # fmt: skip
     auto = [r for r in rows if r["k_auto"]]
     idle = [r for r in auto if r["rows_per_pass"] == r["batch"]]  # one row a sequence a pass: never drafted
     floor = min([r[aa] for r in rows if r.get(aa) is not None] + [r[mid] for r in idle])

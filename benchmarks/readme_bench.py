@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from specviz.bench.batch import batch_table  # noqa: E402
-from specviz.bench.report import format_table  # noqa: E402
+from specviz.bench.report import VERDICT_P, format_table  # noqa: E402
 from specviz.bench.rows import rows_from_jsonl  # noqa: E402
 from specviz.drafters import drafter_class  # noqa: E402
 
@@ -52,8 +52,10 @@ def under_load(rows: list[dict]) -> str:
     """The batch bench's rows (suite "batch"), a table per model, and issue 44's goal for adaptive K: at every
     B within the noise of plain decoding or faster. B is the batch's size while every slot is busy, so the goal
     reads the busy figures where the run measured them (and says how the whole queue, its drain included,
-    fared). The noise: the run's rows that decode exactly as plain decoding does, the A/A pairs and any adaptive
-    row that never drafted (one row a sequence), whose lowest median is the floor."""
+    fared). Within the noise: no adaptive row called slower by the sign test over its repeats paired with plain
+    decoding's (the bench's rule, and the A/A pairs' verdict beside it); and, stricter, no median below the floor:
+    the lowest median of the rows that decode exactly as plain decoding does, the A/A pairs and any adaptive row
+    that never drafted (one row a sequence)."""
     batch = [r for r in rows if r["suite"] == "batch"]
     if not batch:
         return ""
@@ -70,6 +72,15 @@ def under_load(rows: list[dict]) -> str:
         whole, whole_floor, whole_low = goal(char, "whole")
         also = (f" Over the whole queue, the drain of the last requests included: {whole} against a floor of "
                 f"{whole_floor:.2f}{': ' + '; '.join(whole_low) if whole_low else ''}.")  # fmt: skip
+    test = ""
+    if all(r.get("verdict") for r in char):  # runs before the busy sign test have none
+        slower = [f"{r['drafter']} at B = {r['batch']} ({r['busy_speedup']:.2f}×)" for r in char
+                  if r["k_auto"] and r["verdict"] == "slower"]  # fmt: skip
+        aa = sorted({r["verdict"] for r in char if r["drafter"] == "none"})
+        test = (f"By the sign test over each row's {first['repeats']} repeats paired with plain decoding's (p < "
+                f"{VERDICT_P:g}, as the shoot-out tells a row from the baseline; plain decoding's A/A pairs: "
+                f"{', '.join(aa)}), no adaptive row slower: **{'met' if not slower else 'not met'}**"
+                f"{': ' + '; '.join(slower) if slower else ''}. Stricter, against the")  # fmt: skip
     parts = [
         f"""**Under load** (`python -m specviz bench --batch 1,2,4,8,16,32,64 --threads 1 --repeats {first["repeats"]}`: B slots
 decoding together, one target pass a round, each slot serving {first.get("waves") or 1} request(s) of {first["new_tokens"]} tokens in turn;
@@ -79,8 +90,8 @@ thread CPU time; {first["cpu"]}, load average {first["load_average"]}, {first["d
 {batch_table(char).rstrip()}
 ```
 
-Adaptive K within the noise of plain decoding at every B, {said}, keeping the batch-1 speedup ({kept}). The
-noise floor is the lowest median of the rows that decode exactly as plain decoding does (the A/A pairs, and
+Adaptive K within the noise of plain decoding at every B, {said}, keeping the batch-1 speedup ({kept}).
+{test or "The noise floor is the"} lowest median of the rows that decode exactly as plain decoding does (the A/A pairs, and
 {idle} adaptive rows that never drafted), {floor:.2f}: **{verdict}**{": " + "; ".join(low) if low else ""}.{also}"""
     ]
     if llm:

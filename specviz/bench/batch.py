@@ -35,6 +35,7 @@ from specviz.adaptive.costs import REFERENCE, cpu_name
 from specviz.adaptive.load import BATCHES as LOAD_BATCHES
 from specviz.adaptive.load import CONTEXT, ROWS, LoadCosts, LoadCurve, clock, measure_drafting
 from specviz.adaptive.policy import AUTO_K_MAX
+from specviz.bench.report import VERDICT_P, paired_verdict
 from specviz.bench.rows import BenchRow
 from specviz.bench.timing import bench_settings, quiet_heap
 from specviz.core.batch import Batch
@@ -231,6 +232,9 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
         base = runs[(B, configs[0])]
         ratios = [b["seconds"] / r["seconds"] for b, r in zip(base, reps, strict=True)]
         busy = [_busy_rate(r) / _busy_rate(b) for b, r in zip(base, reps, strict=True)]
+        # vs plain decoding in the same repeat, while every slot was busy (the A/A pairs for plain decoding's row)
+        paired = again[B] if (d, kd, auto) == configs[0] else reps
+        said, p = paired_verdict([(1 / _busy_rate(b), 1 / _busy_rate(r)) for b, r in zip(base, paired, strict=True)])
         first = reps[0]  # counts are the same in every repeat: same seeds, same work
         tau = first["tokens"] / first["rounds"]
         med = lambda key, reps=reps: statistics.median(r[key] for r in reps)  # noqa: E731
@@ -243,7 +247,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
             seconds=med("seconds"), tokens_per_s=statistics.median(r["tokens"] / r["seconds"] for r in reps),
             speedup=statistics.median(ratios), fraction_of_ideal=statistics.median(ratios) / tau,
             draft_s=med("draft_s"), verify_s=med("pass_s"), accept_s=med("accept_s"), draft_cost=None,
-            verify_cost=None, accept_cost=None, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
+            verify_cost=None, accept_cost=None, verdict=said, verdict_p=p, same_as_baseline=same, tau_same_lossless=None, tau_same_block=None,
             tau_same_traversal=None, threads=torch.get_num_threads(), load_average=loadavg, version=version,
             memory_mb=None, cpu=cpu, costs=load.describe(d) if auto else None, speedup_min=min(ratios), speedup_max=max(ratios), date=today, batch=B,
             rows_per_pass=first["rows"] / first["passes"], model=model, waves=waves,
@@ -311,12 +315,15 @@ def batch_table(rows: list[dict]) -> str:
     plain decoding at the same batch (median, min-max over repeats) over the whole queue and, where measured,
     while every slot was busy (Batch.run's ``busy``), tau and the rows a pass carried."""
     busy = all(r.get("busy_speedup") is not None for r in rows)
+    said = all(r.get("verdict") for r in rows)  # the busy sign test's verdicts (rows of runs before it: none)
     lines = [f"{'batch':>5}  {'drafter':<12} {'tokens/s':>9} {'speedup':>8} {'min-max':>11} "
-             + (f"{'busy':>5} {'min-max':>11} " if busy else "") + f"{'tau':>5} {'rows/pass':>9}"]  # fmt: skip
+             + (f"{'busy':>5} {'min-max':>11} " if busy else "") + (f"{'vs plain':>8} " if said else "")
+             + f"{'tau':>5} {'rows/pass':>9}"]  # fmt: skip
     for r in rows:
         spread = _span(r["speedup_min"], r["speedup_max"])
         name = f"{r['drafter']} auto" if r.get("k_auto") else r["drafter"]
         steady = f"{r['busy_speedup']:>5.2f} {_span(r['busy_min'], r['busy_max']):>11} " if busy else ""
+        steady += f"{r['verdict']:>8} " if said else ""
         lines.append(f"{r['batch']:>5}  {name:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
                      f"{spread:>11} {steady}{r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
     aa = [f"B={r['batch']} {r['aa_speedup']:.2f}" + (f" (busy {r['aa_busy']:.2f})" if busy else "")
@@ -332,5 +339,10 @@ def batch_table(rows: list[dict]) -> str:
         lines.append(
             "busy: while every slot held a sequence (a server's steady state at this batch size); "
             "speedup: the whole queue, its drain included"
+        )
+    if said:
+        lines.append(
+            f"vs plain: faster, slower or tie against plain decoding in the same repeat while every slot was busy, by "
+            f"a sign test (p < {VERDICT_P:g}) over the {first['repeats']} pairs; plain decoding's row: its A/A pairs"
         )
     return "\n".join(lines) + "\n"

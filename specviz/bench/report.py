@@ -41,6 +41,12 @@ def verdict(base, runs) -> tuple[str, float]:
     pairs = [
         (b.seconds, r.seconds) for b_rep, rep in zip(base, runs, strict=True) for b, r in zip(b_rep, rep, strict=True)
     ]
+    return paired_verdict(pairs)
+
+
+def paired_verdict(pairs: list[tuple[float, float]]) -> tuple[str, float]:
+    """Faster, slower or a tie, by the sign test over (the baseline's cost, the row's cost) pairs, each a cost
+    per unit of work (seconds, or seconds a token). -> (verdict, p)"""
     faster, slower = sum(r < b for b, r in pairs), sum(r > b for b, r in pairs)
     p = sign_test(faster, slower)
     return ("tie" if p >= VERDICT_P else "faster" if faster > slower else "slower"), p

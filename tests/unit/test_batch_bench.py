@@ -76,8 +76,10 @@ def test_the_bench_rows(target, tiny):
         else:
             assert r["rows_per_pass"] > r["batch"] and r["tokens_per_forward"] > 1 and r["aa_speedup"] is None
             assert r["busy_min"] <= r["busy_speedup"] <= r["busy_max"] and r["aa_busy"] is None
+        assert r["verdict"] == "tie" and r["verdict_p"] == 1.0  # one pair: the sign test cannot call it
     table = batch_table(rows)
     assert "3  eagle3" in table and "(A/A, what noise alone gives): B=1 " in table and "(busy " in table
+    assert "vs plain" in table.splitlines()[0] and "over the 1 pairs; plain decoding's row: its A/A pairs" in table
     auto = [dict(r, k_auto=True, rows_per_pass=float(r["batch"])) for r in rows if r["drafter"] != BASELINE]
     lines = roofline_lines(roofline(target.model, peak=100e9, bandwidth=10e9), rows + auto, 150.0)
     b1 = next(x for x in lines if x.startswith("  B = 1:"))

@@ -14,7 +14,7 @@ from conftest import ROOT
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.bench import peer, timing
 from specviz.bench.chart import bench_chart
-from specviz.bench.report import VERDICT_P, format_table, sign_test, verdict
+from specviz.bench.report import VERDICT_P, format_table, paired_verdict, sign_test, verdict
 from specviz.bench.rows import BenchRow, rows_from_jsonl, rows_to_jsonl
 from specviz.bench.runner import lossy_methods, run_bench
 from specviz.bench.timing import Run
@@ -91,6 +91,9 @@ def test_sign_test_and_verdict():
     assert verdict(base, runs([1.01] * 33))[0] == "slower"  # consistently slower, however little
     assert verdict(base, runs([0.9, 1.1] * 16 + [1.0]))[0] == "tie"  # as often faster as slower
     assert verdict(base, runs([0.5] * 20 + [1.05] * 13))[0] == "tie"  # 20 of 33: p = 0.30
+    # the batch bench's pairs (costs a token while every slot was busy): 13 of 15 slower is called, 12 is not
+    assert paired_verdict([(1.0, 1.1)] * 13 + [(1.0, 0.9)] * 2) == ("slower", pytest.approx(2 * 121 / 2**15))
+    assert paired_verdict([(1.0, 1.1)] * 12 + [(1.0, 0.9)] * 3)[0] == "tie"
 
 
 @pytest.mark.slow  # the bench fixture: a real bench run (~10 s on a quiet 2-core machine)

@@ -91,3 +91,22 @@ def test_issue_44s_goal_reads_the_floor_from_the_run(busy, whole, verdicts):
         f"**{verdicts[0]}**" in text
         and f"Over the whole queue, the drain of the last requests included: {verdicts[1]}" in text
     )
+
+
+@pytest.mark.parametrize("verdict", ["tie", "faster", "slower"])
+def test_issue_44s_goal_by_the_sign_test_names_the_slower_rows(verdict):
+    """Rows with the busy sign test's verdicts: the goal is met unless an adaptive row is called slower, and the
+    stricter floor's verdict follows it; rows of a run before the test (no verdicts) read the floor alone."""
+    rows = batch_rows(0.96, 0.99)  # under the busy floor of 0.97
+    for r in rows:
+        r["repeats"], r["verdict"] = 15, "tie"
+    rows[1]["verdict"] = verdict
+    text = readme_bench.under_load(rows)
+    said = "**not met**: trigram at B = 4 (0.96×)" if verdict == "slower" else "no adaptive row slower: **met**."
+    assert "By the sign test over each row's 15 repeats" in text and said in text
+    assert "A/A pairs: tie)" in text and "Stricter, against the lowest median" in text
+    assert "noise floor is the" not in text
+    for r in rows:
+        r["verdict"] = None
+    text = readme_bench.under_load(rows)
+    assert "sign test" not in text and "The noise floor is the lowest median" in text

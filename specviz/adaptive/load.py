@@ -16,6 +16,7 @@ shrinking round, times B m(1, 1) / m(B, 1). And it is priced at what drafting me
 (``measure_drafting``: per drafted token and per drafting round, whatever K), not at the drafter's declared
 cost, which leaves out the call's own overhead (charged alone, that measured worse: docs/notes/adaptive.md;
 in a batch, a round's fixed costs weigh several times more). The per-round part rides on v_B(N) for N >= 2.
+An idle sequence's shadow drafts (specviz/adaptive/policy.py) are spaced at that measured cost too.
 
 Prices read the measured curve as ``physical`` fits it: a shared machine's noise can make a row look free or
 a bigger batch look cheaper per sequence, and adaptive K's choices would follow the noise.
@@ -194,12 +195,12 @@ class LoadCosts:
             parts.append(f"drafting here {d.per_token:.3f} a token, {d.per_call:.3f} a round")
         return "; ".join(parts)
 
-    def price(self, B: int, drafter: str) -> tuple[CostCurve, float, float | None]:
-        """(v_B, scale, the per-token drafting cost to scale, or None for the declared one) for a sequence
-        of ``drafter`` in a batch of B: measured drafting from B = 2 on, the lone prices at B = 1."""
+    def price(self, B: int, drafter: str) -> tuple[CostCurve, float, Drafting | None]:
+        """(v_B, scale, the measured Drafting, or None for the declared costs) for a sequence of ``drafter`` in a
+        batch of B (AdaptiveK.price_for's arguments): measured drafting from B = 2 on, the lone prices at B = 1."""
         d = self.drafting.get(drafter) if B > 1 else None
         curve, scale = self.at(B, d)
-        return curve, scale, None if d is None else d.per_token
+        return curve, scale, d
 
 
 def clock() -> Callable[[], float]:

@@ -28,11 +28,15 @@ holds because K is fixed before the round's draft is made.
 
 import math
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.adaptive.rates import MIN_GAIN, best_k, rates, round_costs
 from specviz.adaptive.stopper import Stopper
 from specviz.core.choice import Choice
+
+if TYPE_CHECKING:
+    from specviz.adaptive.load import Drafting
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -70,17 +74,18 @@ class AdaptiveK:
         self.scale = 1.0  # a drafted token's price over its price alone (price_for: a batch's load)
         self.priced = draft_cost  # per drafted token as priced now: the declared cost, or drafting measured here
 
-    def price_for(self, curve: CostCurve, scale: float = 1.0, draft_cost: float | None = None) -> None:
+    def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: "Drafting | None" = None) -> None:
         """Price the next rounds for a load (specviz/adaptive/load.py): ``curve`` v(N) for a round in the batch
         (a drafting round's fixed cost included), ``scale`` the drafting's price over its price alone (a
-        sequence drafts on its own, while its share of the round shrinks), ``draft_cost`` per drafted token as
-        measured on this CPU (None: the declared one). What the drafter is (costly to shadow or not) is
-        unchanged: that is decided on its declared cost."""
-        c = self.c if draft_cost is None else draft_cost
+        sequence drafts on its own, while its share of the round shrinks), ``drafting`` what drafting measured on
+        this CPU (None: the declared costs), which prices drafted tokens and spaces the shadow drafts. What the
+        drafter is (costly to shadow or not) is unchanged: that is decided on its declared cost."""
+        c = self.c if drafting is None else drafting.per_token
+        shadow = self.shadow if drafting is None else SHADOW_SCORE + drafting.per_call + self.level_cost + c
         if curve is not self.curve or scale != self.scale or c != self.priced:
             self.curve, self.scale, self.priced, self._last = curve, scale, c, None
-            # shadows stay within SHADOW_BUDGET of the sequence's round, which in a batch is ``scale`` times smaller
-            self.shadow_every = max(SHADOW_EVERY, math.ceil(self.shadow * scale / SHADOW_BUDGET - 1e-9))
+        # shadows stay within SHADOW_BUDGET of the sequence's round, which in a batch is ``scale`` times smaller
+        self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow * scale / SHADOW_BUDGET - 1e-9))
 
     @property
     def alpha(self) -> float:

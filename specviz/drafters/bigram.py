@@ -1,5 +1,7 @@
 """Bigram draft (seed 001): Laplace-smoothed P(next | current) from the training counts."""
 
+import weakref
+
 import torch
 
 from specviz.drafters.base import Drafter, sample_chain
@@ -26,9 +28,21 @@ class DenseCounts:
         return int(self.context_counts[context])
 
 
+# One smoothed table per counts tensor, shared read-only by every drafter built on it: every sequence of a batch,
+# every run of the app. Each building its own copied the trigram's V^3 doubles (2 MB) once a sequence, and B tables
+# then shared the CPU's caches with the target's pass.
+# Keyed by id (a tensor's == is elementwise), each entry dropped when its tensor is collected.
+_DENSE: dict[int, "DenseCounts"] = {}
+
+
 def counts_of(counts) -> "DenseCounts":
-    """A checkpoint's counts as rows: a dense tensor wrapped, a real model's SparseCounts as they are."""
-    return DenseCounts(counts) if isinstance(counts, torch.Tensor) else counts
+    """A checkpoint's counts as rows: a dense tensor wrapped (once a tensor), a real model's SparseCounts as they are."""
+    if not isinstance(counts, torch.Tensor):
+        return counts
+    if (dense := _DENSE.get(id(counts))) is None:
+        dense = _DENSE[id(counts)] = DenseCounts(counts)
+        weakref.finalize(counts, _DENSE.pop, id(counts), None)
+    return dense
 
 
 class BigramDrafter(Drafter):

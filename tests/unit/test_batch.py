@@ -181,3 +181,18 @@ def test_exactness_lab_inside_a_batch_draws_what_it_draws_alone(tiny):
         one = run_exactness(tiny, prompt, settings, samples=24)
         eight = run_exactness(tiny, prompt, settings, samples=24, batch_size=8)
         assert torch.equal(one.observed, eight.observed) and torch.equal(one.pit_counts, eight.pit_counts)
+
+
+def test_a_batch_of_trigram_drafters_shares_one_smoothed_table(target):
+    """Every sequence's trigram drafter reads the checkpoint's one smoothed table (specviz/drafters/bigram.py
+    counts_of), and sampled rounds leave it as built: the rows they draw from are views of it."""
+    from specviz.drafters.bigram import laplace
+
+    prompt = target.tokenizer.encode(GREEDY_TEXT)[:40]
+    gens = [Generation(target, prompt, Settings(drafter="trigram", k=3, temperature=1.0, max_new_tokens=12, seed=i))
+            for i in range(4)]  # fmt: skip
+    tables = {id(g.drafter.counts) for g in gens} | {id(g.drafter.bigram.counts) for g in gens}
+    assert len(tables) == 2  # one trigram table and one bigram table for all four
+    Batch(gens).run()
+    assert torch.equal(gens[0].drafter.counts.table, laplace(target.trigram_counts))
+    assert torch.equal(gens[0].drafter.bigram.counts.table, laplace(target.bigram_counts))

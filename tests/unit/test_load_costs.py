@@ -117,8 +117,13 @@ def test_a_measured_curve_prices_the_batched_round_itself():
     assert v8.v(3) == pytest.approx(2.0) and v8.v(7) == pytest.approx(4.0)  # a line between, and past, the points
     v4, s4 = load.at(4)  # between measured B: a line in log2 B of a sequence's round
     assert 1 / s4 == pytest.approx((0.6 + 0.25) / 2) and v4.v(2) == pytest.approx((0.6 * 1.2 + 0.25 * 1.5) / 0.85)
-    c8, s, per_token = load.price(8, "trigram")  # measured drafting: its per-call cost on every drafting round
-    assert per_token == 0.05 and s == s8 and c8.v(1) == 1.0 and c8.v(2) == pytest.approx(1.5 + 0.1 * 4)
+    c8, s, drafting = load.price(8, "trigram")  # measured drafting: its per-call cost on every drafting round
+    assert (
+        drafting == Drafting(per_token=0.05, per_call=0.1)
+        and s == s8
+        and c8.v(1) == 1.0
+        and c8.v(2) == pytest.approx(1.5 + 0.1 * 4)
+    )
     assert load.price(8, "distilled") == (v8, s8, None)  # no measurement: the declared costs
     assert "synthetic" in load.describe("trigram") and "0.050 a token, 0.100 a round" in load.describe("trigram")
 
@@ -138,8 +143,9 @@ def test_k_falls_to_zero_exactly_when_the_gain_is_below_the_price(per_call, B):
     policy = AdaptiveK(5, draft_cost=0.02)
     policy.successes, policy.trials = alpha * 100 - 1, 98.0  # Beta(1, 1) prior: alpha = 0.6
     assert policy.alpha == pytest.approx(alpha)
-    curve, scale, c = load.price(B, "trigram")
-    policy.price_for(curve, scale, c)
+    curve, scale, drafting = load.price(B, "trigram")
+    policy.price_for(curve, scale, drafting)
+    c = drafting.per_token
     best = max(range(6), key=lambda k: expected_rate(alpha, k, curve, c * scale) if k else 1.0)
     gain = expected_rate(alpha, best, curve, c * scale) if best else 1.0
     k = policy.choose(5).k
@@ -205,6 +211,10 @@ def test_shadows_stay_within_their_budget_of_a_batched_round():
     curve, scale = LoadCosts(REFERENCE, SYNTHETIC).at(8)
     policy.price_for(curve, scale)
     assert policy.shadow_every == math.ceil((SHADOW_SCORE + 0.02) * 4 / SHADOW_BUDGET - 1e-9) == 20
+    policy.price_for(curve, scale, Drafting(per_token=0.03, per_call=0.05))  # measured dearer: spaced at that
+    assert policy.shadow_every == math.ceil((SHADOW_SCORE + 0.05 + 0.03) * 4 / SHADOW_BUDGET - 1e-9) == 44
+    policy.price_for(curve, scale, Drafting(per_token=0.03, per_call=0.1))  # only its per-call cost moved
+    assert policy.shadow_every == math.ceil((SHADOW_SCORE + 0.1 + 0.03) * 4 / SHADOW_BUDGET - 1e-9) == 64
     policy.price_for(REFERENCE, 1.0)
     assert policy.shadow_every == alone
     due = [policy.idle_round() for _ in range(3 * alone)]

@@ -79,7 +79,7 @@ def under_load(rows: list[dict]) -> str:
         aa = sorted({r["verdict"] for r in char if r["drafter"] == "none"})
         test = (f"By the sign test over each row's {first['repeats']} repeats paired with plain decoding's (p < "
                 f"{VERDICT_P:g}, as the shoot-out tells a row from the baseline; plain decoding's A/A pairs: "
-                f"{', '.join(aa)}), no adaptive row slower: **{'met' if not slower else 'not met'}**"
+                f"{', '.join(aa)}), no adaptive row called slower: **{'met' if not slower else 'not met'}**"
                 f"{': ' + '; '.join(slower) if slower else ''}. Stricter, against the")  # fmt: skip
     parts = [
         f"""**Under load** (`python -m specviz bench --batch 1,2,4,8,16,32,64 --threads 1 --repeats {first["repeats"]}`: B slots

@@ -102,7 +102,7 @@ def test_issue_44s_goal_by_the_sign_test_names_the_slower_rows(verdict):
         r["repeats"], r["verdict"] = 15, "tie"
     rows[1]["verdict"] = verdict
     text = readme_bench.under_load(rows)
-    said = "**not met**: trigram at B = 4 (0.96×)" if verdict == "slower" else "no adaptive row slower: **met**."
+    said = "**not met**: trigram at B = 4 (0.96×)" if verdict == "slower" else "no adaptive row called slower: **met**."
     assert "By the sign test over each row's 15 repeats" in text and said in text
     assert "A/A pairs: tie)" in text and "Stricter, against the lowest median" in text
     assert "noise floor is the" not in text

@@ -316,7 +316,7 @@ def batch_table(rows: list[dict]) -> str:
     while every slot was busy (Batch.run's ``busy``), tau and the rows a pass carried."""
     busy = all(r.get("busy_speedup") is not None for r in rows)
     said = all(r.get("verdict") for r in rows)  # the busy sign test's verdicts (rows of runs before it: none)
-    lines = [f"{'batch':>5}  {'drafter':<12} {'tokens/s':>9} {'speedup':>8} {'min-max':>11} "
+    lines = [f"{'batch':>5}  {'drafter':<14} {'tokens/s':>9} {'speedup':>8} {'min-max':>11} "
              + (f"{'busy':>5} {'min-max':>11} " if busy else "") + (f"{'vs plain':>8} " if said else "")
              + f"{'tau':>5} {'rows/pass':>9}"]  # fmt: skip
     for r in rows:
@@ -324,7 +324,7 @@ def batch_table(rows: list[dict]) -> str:
         name = f"{r['drafter']} auto" if r.get("k_auto") else r["drafter"]
         steady = f"{r['busy_speedup']:>5.2f} {_span(r['busy_min'], r['busy_max']):>11} " if busy else ""
         steady += f"{r['verdict']:>8} " if said else ""
-        lines.append(f"{r['batch']:>5}  {name:<12} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
+        lines.append(f"{r['batch']:>5}  {name:<14} {r['tokens_per_s']:>9.0f} {r['speedup']:>8.2f} "
                      f"{spread:>11} {steady}{r['tokens_per_forward']:>5.2f} {r['rows_per_pass']:>9.1f}")  # fmt: skip
     aa = [f"B={r['batch']} {r['aa_speedup']:.2f}" + (f" (busy {r['aa_busy']:.2f})" if busy else "")
           for r in rows if r.get("aa_speedup") is not None]  # fmt: skip

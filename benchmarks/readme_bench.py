@@ -80,7 +80,8 @@ def under_load(rows: list[dict]) -> str:
         test = (f"By the sign test over each row's {first['repeats']} repeats paired with plain decoding's (p < "
                 f"{VERDICT_P:g}, as the shoot-out tells a row from the baseline; plain decoding's A/A pairs: "
                 f"{', '.join(aa)}), no adaptive row called slower: **{'met' if not slower else 'not met'}**"
-                f"{': ' + '; '.join(slower) if slower else ''}. Stricter, against the")  # fmt: skip
+                f"{': ' + '; '.join(slower) if slower else ''}. ")  # fmt: skip
+    lead = "Stricter, against the" if test else "The noise floor is the"
     parts = [
         f"""**Under load** (`python -m specviz bench --batch 1,2,4,8,16,32,64 --threads 1 --repeats {first["repeats"]}`: B slots
 decoding together, one target pass a round, each slot serving {first.get("waves") or 1} request(s) of {first["new_tokens"]} tokens in turn;
@@ -91,7 +92,7 @@ thread CPU time; {first["cpu"]}, load average {first["load_average"]}, {first["d
 ```
 
 Adaptive K within the noise of plain decoding at every B, {said}, keeping the batch-1 speedup ({kept}).
-{test or "The noise floor is the"} lowest median of the rows that decode exactly as plain decoding does (the A/A pairs, and
+{test}{lead} lowest median of the rows that decode exactly as plain decoding does (the A/A pairs, and
 {idle} adaptive rows that never drafted), {floor:.2f}: **{verdict}**{": " + "; ".join(low) if low else ""}.{also}"""
     ]
     if llm:

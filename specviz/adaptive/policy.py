@@ -65,14 +65,15 @@ class AdaptiveK:
         depth level drafted, whatever its width (Drafter.level_cost)."""
         self.k_max, self.curve, self.max_nodes = k_max, curve, max_nodes
         self.c, self.extra, self.nodes_per_level, self.level_cost = draft_cost, extra, nodes_per_level, level_cost
-        self.shadow = SHADOW_SCORE + call_cost + level_cost + draft_cost  # one shadow draft, scored, in target forwards
-        self.shadow_every = max(SHADOW_EVERY, math.ceil(self.shadow / SHADOW_BUDGET - 1e-9))
+        self.call_cost = call_cost
         self.successes, self.trials = 0.0, 0.0
         self.tokens, self.levels = 0.0, 0.0  # drafted tokens and depth levels, decayed
         self.idle = 0  # K = 0 rounds in a row (idle_round counts them)
         self._last: tuple[int, Choice] | None = None  # (limit, choice) while nothing new was learnt
         self.scale = 1.0  # a drafted token's price over its price alone (price_for: a batch's load)
         self.priced = draft_cost  # per drafted token as priced now: the declared cost, or drafting measured here
+        self.drafting: Drafting | None = None  # drafting as measured on this CPU (price_for), None: the declared costs
+        self._space_shadows()
 
     def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: "Drafting | None" = None) -> None:
         """Price the next rounds for a load (specviz/adaptive/load.py): ``curve`` v(N) for a round in the batch
@@ -80,12 +81,19 @@ class AdaptiveK:
         sequence drafts on its own, while its share of the round shrinks), ``drafting`` what drafting measured on
         this CPU (None: the declared costs), which prices drafted tokens and spaces the shadow drafts. What the
         drafter is (costly to shadow or not) is unchanged: that is decided on its declared cost."""
-        c = self.c if drafting is None else drafting.per_token
-        shadow = self.shadow if drafting is None else SHADOW_SCORE + drafting.per_call + self.level_cost + c
-        if curve is not self.curve or scale != self.scale or c != self.priced:
-            self.curve, self.scale, self.priced, self._last = curve, scale, c, None
-        # shadows stay within SHADOW_BUDGET of the sequence's round, which in a batch is ``scale`` times smaller
-        self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow * scale / SHADOW_BUDGET - 1e-9))
+        if curve is self.curve and scale == self.scale and drafting is self.drafting:
+            return  # a batch prices its sequences every round, mostly as the round before
+        self.curve, self.scale, self.drafting, self._last = curve, scale, drafting, None
+        self.priced = self.c if drafting is None else drafting.per_token
+        self._space_shadows()
+
+    def _space_shadows(self) -> None:
+        """``shadow_every``: one shadow draft (its call, a token and a level, and its scoring), priced as drafting is
+        now, spread over that many idle rounds stays within SHADOW_BUDGET of the sequence's round, which in a batch
+        is ``scale`` times smaller."""
+        call = self.call_cost if self.drafting is None else self.drafting.per_call
+        shadow = SHADOW_SCORE + call + self.level_cost + self.priced
+        self.shadow_every = max(SHADOW_EVERY, math.ceil(shadow * self.scale / SHADOW_BUDGET - 1e-9))
 
     @property
     def alpha(self) -> float:

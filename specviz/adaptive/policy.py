@@ -73,17 +73,20 @@ class AdaptiveK:
         self.scale = 1.0  # a drafted token's price over its price alone (price_for: a batch's load)
         self.priced = draft_cost  # per drafted token as priced now: the declared cost, or drafting measured here
         self.drafting: Drafting | None = None  # drafting as measured on this CPU (price_for), None: the declared costs
+        self.min_gain = MIN_GAIN  # what a draft must promise over K = 0's rate (price_for: a batch's wider margin)
         self._space_shadows()
 
-    def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: "Drafting | None" = None) -> None:
-        """Price the next rounds for a load (specviz/adaptive/load.py): ``curve`` v(N) for a round in the batch
-        (a drafting round's fixed cost included), ``scale`` the drafting's price over its price alone (a
-        sequence drafts on its own, while its share of the round shrinks), ``drafting`` what drafting measured on
-        this CPU (None: the declared costs), which prices drafted tokens and spaces the shadow drafts. What the
-        drafter is (costly to shadow or not) is unchanged: that is decided on its declared cost."""
-        if curve is self.curve and scale == self.scale and drafting is self.drafting:
+    def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: "Drafting | None" = None,
+                  min_gain: float = MIN_GAIN) -> None:  # fmt: skip
+        """Price the next rounds for a load (specviz/adaptive/load.py, LoadCosts.price): ``curve`` v(N) for a round
+        in the batch (a drafting round's fixed cost included), ``scale`` the drafting's price over its price alone
+        (a sequence drafts on its own, while its share of the round shrinks), ``drafting`` what drafting measured
+        on this CPU (None: the declared costs), which prices drafted tokens and spaces the shadow drafts, and
+        ``min_gain`` the margin a draft must promise there. What the drafter is (costly to shadow or not) is
+        unchanged: that is decided on its declared cost."""
+        if curve is self.curve and scale == self.scale and drafting is self.drafting and min_gain == self.min_gain:
             return  # a batch prices its sequences every round, mostly as the round before
-        self.curve, self.scale, self.drafting, self._last = curve, scale, drafting, None
+        self.curve, self.scale, self.drafting, self.min_gain, self._last = curve, scale, drafting, min_gain, None
         self.priced = self.c if drafting is None else drafting.per_token
         self._space_shadows()
 
@@ -129,9 +132,9 @@ class AdaptiveK:
         c, lc = self.priced * self.scale, self.level_cost * self.scale  # priced for the load (1: alone)
         costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, lc)
         if self.c > SHADOW_COST and not self.trials:
-            return Choice(0, alpha, n, c, k_max, e, costs, lc)
-        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, lc)
-        return Choice(k, alpha, n, c, k_max, e, costs, lc)
+            return Choice(0, alpha, n, c, k_max, e, costs, lc, min_gain=self.min_gain)
+        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, lc, self.min_gain)
+        return Choice(k, alpha, n, c, k_max, e, costs, lc, min_gain=self.min_gain)
 
     def stopper(self, limit: int) -> Stopper:
         """The rule for a round of a drafter that weighs each token before drawing it (see Stopper), up to
@@ -139,7 +142,9 @@ class AdaptiveK:
         k_max = min(self.k_max, limit)
         c, lc = self.priced * self.scale, self.level_cost * self.scale
         costs = round_costs(self.per_level, c, k_max, self.extra, self.curve, self.max_nodes, lc)
-        return Stopper(Choice(k_max, self.alpha, self.per_level, c, k_max, self.extra, costs, lc))
+        return Stopper(
+            Choice(k_max, self.alpha, self.per_level, c, k_max, self.extra, costs, lc, min_gain=self.min_gain)
+        )
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,

@@ -28,10 +28,7 @@ import math
 from functools import lru_cache
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
-
-# Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
-# leaves out. Margins from 1.03 to 1.3 were measured against the baseline: docs/notes/adaptive.md.
-MIN_GAIN = 1.05
+from specviz.core.choice import MIN_GAIN
 
 
 def round_cost(k: int, per_level: float, draft_cost: float, extra: int = 0, curve: CostCurve = REFERENCE,
@@ -76,8 +73,10 @@ def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: 
 
 
 def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-           curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0) -> int:  # fmt: skip
-    """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of MIN_GAIN. It runs every
+           curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0,
+           min_gain: float = MIN_GAIN) -> int:  # fmt: skip
+    """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of ``min_gain`` (MIN_GAIN alone; a
+    batch's margin: specviz/adaptive/load.py). It runs every
     round that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays
     below 1 / (1 - alpha), and no K from here on costs less than least_costs says."""
     costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
@@ -91,4 +90,4 @@ def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra:
         e += power
         if e / costs[k] > best_rate:
             best, best_rate = k, e / costs[k]
-    return best if best_rate >= MIN_GAIN else 0
+    return best if best_rate >= min_gain else 0

@@ -4,6 +4,11 @@ The rule that makes it: specviz/adaptive/policy.py."""
 
 from dataclasses import dataclass
 
+# Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
+# leaves out (specviz/adaptive/rates.py). Margins from 1.03 to 1.3 were measured against the baseline:
+# docs/notes/adaptive.md. A batch holds drafts to a wider one: specviz/adaptive/load.py.
+MIN_GAIN = 1.05
+
 
 def expected_tokens(alpha: float, k: int) -> float:
     return float(k + 1) if alpha >= 1.0 else (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
@@ -24,6 +29,7 @@ class Choice:
     # A drafter that weighs each token before drawing it (Stopper): the chance of acceptance it gave each
     # position it looked at, the last one the first it did not draw (when it stopped before k_max).
     estimates: tuple[float, ...] = ()
+    min_gain: float = MIN_GAIN  # how many times K = 0's tokens per cost a draft had to promise
 
     def expected(self, k: int) -> float:
         """E(K): the i.i.d. model's, or with the drafter's estimates for the positions they cover."""

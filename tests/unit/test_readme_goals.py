@@ -83,7 +83,7 @@ def test_issue_44s_goal_reads_the_floor_from_the_run(busy, whole, verdicts):
     rows = batch_rows(busy, whole)
     got = [readme_bench.goal(rows, m) for m in ("busy", "whole")]
     assert [g[0] for g in got] == verdicts
-    assert [g[1] for g in got] == [0.97, 0.98]  # the A/A's, under the idle row's 0.99
+    assert [g[1] for g in got] == ["0.97", "0.98"]  # the A/A's, under EAGLE-3's idle 0.99
     for (verdict, _, low), figure in zip(got, (busy, whole), strict=True):
         assert (low == [f"trigram at B = 4 ({figure:.2f}×, 1.00-1.00)"]) == (verdict == "not met")
     text = readme_bench.under_load(rows)
@@ -91,6 +91,17 @@ def test_issue_44s_goal_reads_the_floor_from_the_run(busy, whole, verdicts):
         f"**{verdicts[0]}**" in text
         and f"Over the whole queue, the drain of the last requests included: {verdicts[1]}" in text
     )
+
+
+def test_an_idle_row_never_sets_its_own_drafters_floor():
+    """A drafter whose adaptive row never drafted is still judged (its idle rounds pay its upkeep), against the A/A
+    pairs and the other drafters' idle rows, never its own."""
+    rows = batch_rows(0.96, 0.99)
+    rows[1] |= {"rows_per_pass": 4.0}  # the trigram's row never drafted: 0.96, under the A/A's 0.97
+    verdict, floor, low = readme_bench.goal(rows, "busy")
+    assert verdict == "not met" and floor == "0.96-0.97" and low == ["trigram at B = 4 (0.96×, 1.00-1.00)"]
+    rows[1] |= {"busy_speedup": 0.97}
+    assert readme_bench.goal(rows, "busy") == ("met", "0.97", [])  # EAGLE-3's floor: the A/A's 0.97 and 0.97
 
 
 @pytest.mark.parametrize("verdict", ["tie", "faster", "slower"])

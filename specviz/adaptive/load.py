@@ -27,10 +27,10 @@ pass (why adaptive K kept drafting where it did not pay: docs/notes/batch.md).
 
 A draft in a batch must also promise ``MIN_GAIN_LOADED`` times plain decoding's tokens per unit of time, not
 MIN_GAIN's 5%: under load the priced gains are thin (a drafted row costs a sequence's share of the pass), and
-two things the prices leave out eat them. The acceptance a sequence drafts on is its estimate at its highest
-(it drafts when that crosses the price), and the rounds that drafted accepted about 0.09 less than estimated at
-B = 8 and 16 (0.69 against 0.61, 0.78 against 0.67), none less at B = 1 to 4; and a drafting round slows the
-rounds around it beyond its price. Measured: docs/notes/batch.md (session 8).
+two things the prices leave out eat them. A sequence drafts when its acceptance estimate crosses the price, so
+where the price sits high (B >= 8) the rounds that draft are those whose estimate ran high, and they accept
+less than it said (a winner's curse); and a drafting round slows the rounds around it beyond its price. The
+margin is a measured allowance for both (docs/notes/batch.md, session 8), not a derivation.
 
 At B = 1 every price is the lone sequence's, so a lone run (and a batch of one) chooses what it chose
 before. Adaptive K then chooses K per round as always, down to K = 0 where no draft pays the price

@@ -76,9 +76,9 @@ def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra:
            curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0,
            min_gain: float = MIN_GAIN) -> int:  # fmt: skip
     """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of ``min_gain`` (MIN_GAIN alone; a
-    batch's margin: specviz/adaptive/load.py). It runs every
-    round that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays
-    below 1 / (1 - alpha), and no K from here on costs less than least_costs says."""
+    batch's margin: specviz/adaptive/load.py). It runs every round that follows a draft or a shadow, so it stops
+    as soon as no deeper K can win: E(K) stays below 1 / (1 - alpha), and no K from here on costs less than
+    least_costs says."""
     costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     least = least_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     bound = math.inf if alpha >= 1.0 else 1.0 / (1.0 - alpha)

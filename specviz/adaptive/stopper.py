@@ -17,9 +17,9 @@ class Stopper:
     before the round from alpha alone, the drafter asks before each token (``__call__``), and the round
     drafts it only while some deeper K still promises more tokens per unit of time than stopping here:
     E(K) from the estimates so far, the next token's, and alpha for the levels not yet seen; at the first
-    token, the round's margin (Choice.min_gain) times plain decoding's rate. A confident run of characters is drafted deep, and a
-    draft stops just before a character the table is unsure of, where a K fixed in advance would either
-    stop early everywhere or pay for doomed tokens.
+    token, the round's margin (Choice.min_gain) times plain decoding's rate. A confident run of characters is
+    drafted deep, and a draft stops just before a character the table is unsure of, where a K fixed in advance
+    would either stop early everywhere or pay for doomed tokens.
 
     Exactness: each decision uses only the tokens already drawn (the next token's estimate is a function
     of the context it will be drawn from), so the draft length is a stopping time, as the accept/reject

@@ -122,12 +122,8 @@ SYNTHETIC = LoadCurve(
 
 def test_a_measured_curve_prices_the_batched_round_itself():
     load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token=0.05, per_call=0.1)})
-    assert load.at(1) == (REFERENCE, 1.0) and load.price(1, "trigram") == (
-        REFERENCE,
-        1.0,
-        None,
-        MIN_GAIN,
-    )  # alone: unchanged
+    assert load.at(1) == (REFERENCE, 1.0)  # alone: unchanged
+    assert load.price(1, "trigram") == (REFERENCE, 1.0, None, MIN_GAIN)
     v8, s8 = load.at(8)
     assert s8 == pytest.approx(4.0)  # a sequence's round is a quarter of a lone one: its drafting weighs 4x
     assert [v8.v(n) for n in (1, 2, 5)] == pytest.approx([1.0, 1.5, 3.0])  # the measured ratios, not the lone curve

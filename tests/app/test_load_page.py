@@ -6,6 +6,7 @@ import json
 
 from conftest import ROOT, open_page, rerun, shown
 
+from specviz.adaptive.load import MIN_GAIN_LOADED
 from specviz.bench.batch import crossover
 from specviz.teaching.load import batch_rows, closing
 
@@ -25,6 +26,7 @@ def test_the_load_page():
     # drafting at all got dearer but one more token did not (a ratio of gains: docs/notes/batch.md)
     k = list(ks["K chosen"])
     assert k[-1] <= k[0] and max(k[3:]) <= k[0]
+    assert any(f"a draft must promise {MIN_GAIN_LOADED:.2f}×" in shown(c.value) for c in at.caption)  # the margin
     at.slider(key="load_batch").set_value(9)
     rerun(at)
     seqs = at.dataframe[0].value

@@ -315,18 +315,26 @@ def page(browser):
     context.close()
 
 
-def wait_idle(page, timeout_ms: int = 600_000) -> None:
-    """Wait until Streamlit has finished the script run the last action started."""
-    page.wait_for_timeout(300)  # let the rerun request reach the server
-    page.wait_for_selector('[data-testid="stStatusWidget"]', state="detached", timeout=timeout_ms)
-    page.wait_for_timeout(200)
+# The app's root says whether a script run is going on (Streamlit's own end-to-end tests read it). Its status
+# widget does not: that shows only after a run has gone on for 500 ms.
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def wait_idle(page, timeout_ms: int = 600_000, started: bool = False) -> None:
+    """Wait until Streamlit has finished the script run the last action started. ``started``: the caller has
+    seen that run's own output on the page, so it has begun; else a click's rerun request is given 300 ms to
+    reach the server and come back as a running script (the root reads "notRunning" until then)."""
+    if not started:
+        page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
+    page.wait_for_timeout(100)  # React's render of the run's last messages
 
 
 def goto(page, url: str) -> None:
     """Open a page with a round navigator (step, tree, NASD) and wait until its first run is done."""
     page.goto(url)
     page.get_by_role("button", name="Next").wait_for(timeout=600_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
 
 
 def next_round(page, times: int = 1, start: int = 0) -> None:
@@ -336,7 +344,7 @@ def next_round(page, times: int = 1, start: int = 0) -> None:
     for i in range(start, start + times):
         page.get_by_role("button", name="Next").click()
         page.get_by_role("heading", name=re.compile(f"^Round {i + 1}:")).wait_for(timeout=600_000)
-        wait_idle(page)
+        wait_idle(page, started=True)
 
 
 def screenshot_charts(page, folder: Path, name: str) -> None:

@@ -117,25 +117,25 @@ def test_every_page_fits_a_projector(app_url, browser, tmp_path, size):
     cut, found = {}, []
     for path in app_pages():
         page.goto(f"{app_url}/{path}")
-        page.get_by_role("heading").first.wait_for()
-        wait_idle(page)
+        page.get_by_role("heading").first.wait_for()  # the page's own run has begun
+        wait_idle(page, started=True)
         check_page(page, path, found, tmp_path)
         if path == "step":
             next_round(page, 2)
             page.mouse.move(0, 0)  # no tooltip over the shot: the pointer off the button, and time to fade
             page.wait_for_timeout(1000)
             page.screenshot(path=tmp_path / "step.png")
-            if found := page.evaluate(OVERFLOW_JS):
-                cut["step"] = found
+            if spilt := page.evaluate(OVERFLOW_JS):
+                cut["step"] = spilt
             page.get_by_text("Phase by phase").click()  # and the round phase by phase
             page.get_by_role("button", name="Next phase").wait_for()
-            wait_idle(page)
+            wait_idle(page, started=True)
             page.get_by_role("button", name="Next phase").click()
             wait_idle(page)
             path = "step-phases"
         page.screenshot(path=tmp_path / f"{path or 'home'}.png")
-        if found := page.evaluate(OVERFLOW_JS):
-            cut[path or "home"] = found
+        if spilt := page.evaluate(OVERFLOW_JS):
+            cut[path or "home"] = spilt
     assert not page.get_by_text("Deploy", exact=True).is_visible()  # client.toolbarMode = "minimal"
     context.close()
     assert not cut, f"cut or spilling at {size[0]}x{size[1]}: {cut}"

@@ -26,7 +26,7 @@ def test_step_through_on_a_local_folder_fits_1024x768(app_url, browser, tmp_path
     page.get_by_role("button", name="Next").wait_for()
     next_round(page, 2)
     page.locator(".st-key-sv-pq .js-plotly-plot").wait_for()
-    wait_idle(page)
+    wait_idle(page, started=True)
     page.wait_for_timeout(1500)  # plotly draws after the script run
     page.screenshot(path=tmp_path / "llm-step-1024x768.png")
     text = page.locator(".st-key-sv-text").inner_text()

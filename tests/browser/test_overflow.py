@@ -176,9 +176,9 @@ CHARTS_DRAWN = r"""
 
 
 def _settle(page) -> None:
-    wait_idle(page)
+    """Once the script run has ended (the caller waits for it): its charts drawn."""
     page.evaluate("window.__specvizCharts = null")  # two polls of this run's charts, never the last run's
-    page.wait_for_function(CHARTS_DRAWN, polling=250)
+    page.wait_for_function(CHARTS_DRAWN, polling=100)
     page.wait_for_timeout(250)  # plotly's own re-layout after the container's width is known
 
 
@@ -210,11 +210,13 @@ def _visit_phases(page, app_url, found, shots) -> None:
     page.get_by_text("Phase by phase").click()
     button = page.get_by_role("button", name="Next phase")
     button.wait_for()
+    wait_idle(page, started=True)
     for i in range(12):  # a round of K = 4 has at most 8 phases; the button's disabled at the last
         _check(page, f"phases (phase {i + 1})", found, shots, f"phase-{i + 1}")
         if button.is_disabled():
             break
         button.click()
+        wait_idle(page)
 
 
 # Visited with their rounds (every_panel) or their run (below). The other pages' charts and tables are checked
@@ -232,6 +234,7 @@ def _visit_shootout(page, app_url, found, shots) -> None:
     page.goto(f"{app_url}/shootout?max_new_tokens=8&k=2")
     page.get_by_role("button", name="Run the shoot-out").click()
     page.locator(".js-plotly-plot").nth(4).wait_for(timeout=1_200_000)
+    wait_idle(page, started=True)
     _check(page, "/shootout", found, shots, "shootout")
 
 

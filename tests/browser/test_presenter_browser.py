@@ -34,7 +34,7 @@ def test_one_round_fits_a_projector(app_url, browser, tmp_path, size):
     next_round(page)
     page.locator(".st-key-sv-pq .js-plotly-plot").wait_for()  # the chart may land after the heading
     page.locator(".st-key-sv-checks [data-testid='stDataFrame']").wait_for()
-    wait_idle(page)
+    wait_idle(page, started=True)
     page.screenshot(path=tmp_path / f"step-{width}x{height}.png")
     assert page.evaluate(SCROLLED_JS) == [], "the page scrolled"
     outside = parts_outside(page, width, height)

@@ -8,7 +8,7 @@ from specviz.teaching import toy
 def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
     page.goto(f"{app_url}/acceptance")
     page.get_by_role("heading", name="Acceptance math").wait_for(timeout=600_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
     page.get_by_text("bump", exact=True).click()
     wait_idle(page)
     plots = page.locator(".js-plotly-plot")
@@ -20,7 +20,7 @@ def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
 
     page.goto(f"{app_url}/exactness")
     page.get_by_role("button", name="Run").wait_for(timeout=600_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
     box = page.get_by_role("spinbutton", name="Generations N")
     box.fill("100")
     box.press("Enter")
@@ -29,14 +29,14 @@ def test_teaching_pages_in_a_browser(app_url, page, tmp_path):
     wait_idle(page)
     page.get_by_role("button", name="Run").click()
     page.get_by_text("Chi-square, every position").wait_for(timeout=1_200_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
     page.locator(".js-plotly-plot").nth(1).wait_for(state="visible")
     assert "100 runs" in page.locator(".js-plotly-plot").nth(1).inner_text()
     page.screenshot(path=tmp_path / "exactness.png", full_page=True)
 
     page.goto(f"{app_url}/lesson")
     page.get_by_role("heading", name="The setup").wait_for(timeout=600_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
     page.get_by_text("Predict, then reveal").click()
     wait_idle(page)
     for _ in range(3):

@@ -26,11 +26,11 @@ def test_payload_in_a_real_browser(app_url, page, tmp_path, target):
     page.goto(f"{app_url}/shootout")
     upload = page.get_by_test_id("stFileUploaderDropzoneInput")
     upload.wait_for(state="attached", timeout=600_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
     row = json.dumps(BENCH_ROW | {"drafter": PAYLOAD})
     upload.set_input_files({"name": f"{PAYLOAD}.jsonl", "mimeType": "text/plain", "buffer": row.encode()})
     page.locator(".js-plotly-plot").first.wait_for(timeout=600_000)
-    wait_idle(page)
+    wait_idle(page, started=True)
     chart = page.locator(".js-plotly-plot").first
     assert chart.locator(".ytick text").first.text_content() == PAYLOAD  # the bars lie on their side
     title = chart.locator(".gtitle").text_content()  # wrapped into lines: compare without the line breaks' spaces

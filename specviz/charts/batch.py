@@ -28,6 +28,7 @@ from specviz.drafters import BASELINE
 SERIES = (BLUE, ORANGE, PURPLE, SKY, GREEN, DARK_ORANGE, DARK_BLUE, DARK_GREEN)
 MARKERS = ("circle", "square", "diamond", "triangle-up", "star", "hexagon", "pentagon", "cross")
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot", "solid", "dash")
+LABEL_GAP = 0.25  # decades between two "B=" labels on the roofline: ~40 px at 1024x768, wider than "B=64"
 
 
 def _drafters(rows: list[dict], model: str | None = None) -> list[str]:
@@ -79,14 +80,17 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
             data.append({"type": "scatter", "mode": "markers", "x": [b], "y": [1.0], "name": f"{d}: crossover",
                          "showlegend": False, "marker": {"symbol": "x", "size": 14, "color": VERMILLION},
                          "hovertemplate": f"{d} crossover: B ≈ {b:.1f}<extra></extra>"})  # fmt: skip
-            # on a log axis an annotation's x is the exponent (plotly): log10(B), or it lands at 10^B
-            notes.append({"x": math.log10(b), "y": 1.0, "xref": "x", "yref": "y", "text": f"{d}: B ≈ {b:.0f}", "showarrow": True,
-                          "arrowhead": 2, "ay": 30 + 22 * len(notes), "font": {"color": VERMILLION}})  # fmt: skip
+            notes.append(f"{d}: B ≈ {b:.0f}")
+    # The crossovers named together in the top right corner, where the speedups have fallen: labels at the marks
+    # themselves pile up where two drafters cross at nearby B, and the lines fill the plot's lower half.
+    corner = [{"x": 1, "y": 1, "xref": "paper", "yref": "paper", "xanchor": "right", "yanchor": "top",
+               "align": "right", "showarrow": False, "text": "× crossover<br>" + "<br>".join(notes),
+               "font": {"color": VERMILLION}, "bgcolor": "rgba(255,255,255,0.8)"}] if notes else []  # fmt: skip
     layout = {"title": {"text": title + "<br><sub>above 1: speculation pays; × marks where it stops</sub>"},
               "height": 380, "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
               "xaxis": {"title": {"text": "sequences decoded together (B)"}, "type": "log", "dtick": 0.30103},
               "yaxis": {"title": {"text": "speedup (×)"}, "rangemode": "tozero"},
-              "shapes": [PARITY_LINE], "annotations": notes, "legend": dict(LEGEND_BELOW)}  # fmt: skip
+              "shapes": [PARITY_LINE], "annotations": corner, "legend": dict(LEGEND_BELOW)}  # fmt: skip
     return figure(data, layout)
 
 
@@ -95,30 +99,45 @@ def roofline_figure(roof, rows: list[dict], context: float, title: str = "The ro
     intensity and the rate the roofline allows there (attainable flop/s = min(peak, intensity x bandwidth)).
     The roofline's passes are the character model's: a real model's rows are left out."""
     rows = [r for r in rows if r.get("model") is None]
-    lo, hi = 0.1, max(1000.0, roof.ridge * 20)
+    series = []  # (drafter, [(B, intensity of its pass)])
+    for d in [BASELINE, *_drafters(rows)]:
+        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
+                     and not r.get("k_auto", False))  # fmt: skip
+        if pts:
+            series.append((d, [(b, roof.intensity(round(r["rows_per_pass"]), b, round(context))) for b, r in pts]))
+    every = [a for _, pts in series for _, a in pts] or [1.0]
+    lo = 10 ** math.floor(math.log10(min(every) / 2))  # whole decades around the passes and the ridge
+    hi = 10 ** math.ceil(math.log10(max(*every, roof.ridge) * 3))
     xs = [lo * (hi / lo) ** (i / 60) for i in range(61)]
     data = [{"type": "scatter", "mode": "lines", "x": xs, "y": [min(roof.peak_flops, x * roof.bandwidth) / 1e9
                                                                  for x in xs],
              "name": "roofline", "line": {"color": GREY}, "hoverinfo": "skip"}]  # fmt: skip
-    for i, d in enumerate([BASELINE, *_drafters(rows)]):
-        pts = sorted((r["batch"], r) for r in rows if r.get("suite") == "batch" and r["drafter"] == d
-                     and not r.get("k_auto", False))  # fmt: skip
-        if not pts:
-            continue
-        ai = [roof.intensity(round(r["rows_per_pass"]), b, round(context)) for b, r in pts]
+    for i, (d, pts) in enumerate(series):
+        ai = [a for _, a in pts]
         c = GREY if d == BASELINE else SERIES[(i - 1) % len(SERIES)]
+        name = "plain decoding" if d == BASELINE else d
+        # B written beside plain decoding's points, a third of a decade apart at least (the points bunch up at the
+        # ridge, where the KV cache's reads grow with the rows); every point says its B on hover
+        text, last = [], -math.inf
+        for b, a in pts:
+            keep = d == BASELINE and math.log10(a) - last >= LABEL_GAP
+            text.append(f"B={b}" if keep else "")
+            last = math.log10(a) if keep else last
         data.append({"type": "scatter", "mode": "markers+text", "x": ai,
                      "y": [min(roof.peak_flops, a * roof.bandwidth) / 1e9 for a in ai],
-                     "text": [f"B={b}" for b, _ in pts], "textposition": "top left", "name": d,
+                     "text": text, "textposition": "top center", "name": name,
+                     "customdata": [b for b, _ in pts],
                      "marker": {"symbol": MARKERS[i % len(MARKERS)], "size": 9, "color": c},
-                     "hovertemplate": d + ": %{x:.1f} flop/byte<extra></extra>"})  # fmt: skip
+                     "hovertemplate": name + " at B = %{customdata}: %{x:.1f} flop/byte<extra></extra>"})  # fmt: skip
     sub = (f"peak {roof.peak_flops / 1e9:.0f} Gflop/s, {roof.bandwidth / 1e9:.1f} GB/s, ridge "
            f"{roof.ridge:.1f} flop/byte: measured here")  # fmt: skip
     layout = {"title": {"text": f"{title}<br><sub>{sub}</sub>"}, "height": 380,
               "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
               # a tick a decade: plotly's in-between "2" and "5" are drawn at 9 px, too small for a projector
               "xaxis": {"title": {"text": "arithmetic intensity of a pass (flop/byte)"}, "type": "log", "dtick": 1},
-              "yaxis": {"title": {"text": "attainable Gflop/s"}, "type": "log", "dtick": 1},
+              "yaxis": {"title": {"text": "attainable Gflop/s"}, "type": "log", "dtick": 1,
+                        # a third of a decade over the peak: room for the labels of the passes on it
+                        "range": [math.log10(lo * roof.bandwidth / 1e9), math.log10(roof.peak_flops / 1e9) + 0.33]},
               "shapes": [{"type": "line", "x0": roof.ridge, "x1": roof.ridge, "y0": 0, "y1": 1, "yref": "paper",
                           "line": {"dash": "dot", "color": GREY}}],
               "legend": dict(LEGEND_BELOW)}  # fmt: skip

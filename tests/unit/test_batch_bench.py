@@ -2,6 +2,7 @@
 the rows hold and how the crossover is read off them; the roofline's arithmetic against hand-worked
 figures; the CLI's --batch. No timing is asserted: speed is what the bench reports, never a test."""
 
+import itertools
 import math
 
 import plotly.graph_objects as go
@@ -17,7 +18,7 @@ from specviz.bench.roofline import (
     roofline_lines,
 )
 from specviz.bench.rows import rows_from_jsonl, rows_to_jsonl
-from specviz.charts.batch import crossover_figure, roofline_figure
+from specviz.charts.batch import LABEL_GAP, crossover_figure, roofline_figure
 from specviz.cli.main import main
 from specviz.drafters import BASELINE
 
@@ -94,16 +95,25 @@ def test_the_charts_are_valid_plotly():
     go.Figure(fig.to_dict())
     marks = [t for t in fig.data if t.name == "a: crossover"]
     assert len(marks) == 1 and marks[0].x[0] == pytest.approx(crossover(rows, "a"))
-    # its label points at the mark: on a log axis plotly reads an annotation's x as the exponent
+    # named with its B in the corner's note, one line a crossover
     (note,) = fig.layout.annotations
-    assert 10**note.x == pytest.approx(crossover(rows, "a"))
+    assert note.text == f"× crossover<br>a: B ≈ {crossover(rows, 'a'):.0f}"
     assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a"]  # plain decoding is the 1.0 line
     auto = [dict(r, k_auto=True, speedup=1.0) for r in fake("a", [(1, 1.5), (4, 1.0)])]
     fig = crossover_figure(rows + auto)
     go.Figure(fig.to_dict())
     assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a, adaptive K", "a"]
     assert len([t for t in fig.data if t.name == "a: crossover"]) == 1  # the fixed-K line's, not the adaptive one's
-    go.Figure(roofline_figure(ROOF, rows, 100.0).to_dict())
+    roof = roofline_figure(ROOF, rows, 100.0)
+    go.Figure(roof.to_dict())
+    # B written beside plain decoding's points only, a quarter of a decade apart at least; hover names every B
+    assert all(not any(t.text) for t in roof.data if t.name not in ("plain decoding", "roofline"))
+    assert list(next(t for t in roof.data if t.name == "a").customdata) == [1, 2, 4]
+    busy = fake(BASELINE, [(b, 1.0) for b in (1, 2, 4, 8, 16, 32, 64)])  # passes bunching up at the ridge
+    (plain,) = [t for t in roofline_figure(ROOF, busy, 100.0).data if t.name == "plain decoding"]
+    shown = [math.log10(x) for x, t in zip(plain.x, plain.text, strict=True) if t]
+    assert plain.text[:3] == ("B=1", "B=2", "B=4") and "" in plain.text
+    assert all(b - a >= LABEL_GAP for a, b in itertools.pairwise(shown))
     assert "No batch bench rows" in str(crossover_figure([]).to_dict())
 
 

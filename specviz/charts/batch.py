@@ -85,7 +85,7 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
     # themselves pile up where two drafters cross at nearby B, and the lines fill the plot's lower half.
     corner = [{"x": 1, "y": 1, "xref": "paper", "yref": "paper", "xanchor": "right", "yanchor": "top",
                "align": "right", "showarrow": False, "text": "× crossover<br>" + "<br>".join(notes),
-               "font": {"color": VERMILLION}, "bgcolor": "rgba(255,255,255,0.8)"}] if notes else []  # fmt: skip
+               "font": {"color": VERMILLION}, "bgcolor": "white"}] if notes else []  # fmt: skip
     layout = {"title": {"text": title + "<br><sub>above 1: speculation pays; × marks where it stops</sub>"},
               "height": 380, "margin": {"l": 50, "r": 10, "t": 70, "b": 40},
               "xaxis": {"title": {"text": "sequences decoded together (B)"}, "type": "log", "dtick": 0.30103},

@@ -55,6 +55,9 @@ class Source:
     config: LLMConfig
     parameters: int  # counted from the files' tensor shapes
     file_bytes: int  # the weights' size on disk
+    # transformers' config as the checks read it: ``load`` hands it on, so that from_pretrained does not read the
+    # file's config again (for a GGUF file a parse of every field, the tokenizer's 49,152 pieces included: ~5 s)
+    hf_config: object = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -142,7 +145,7 @@ def _read_gguf(path: Path, size: int, mtime_ns: int) -> Source:
         raise
     except Exception as e:  # noqa: BLE001
         raise LLMError(f"cannot read the config of {path.name}: {' '.join(str(e).split())[:120]}") from None
-    return Source(str(path), path.parent, path.name, _config(cfg), params, size)
+    return Source(str(path), path.parent, path.name, _config(cfg), params, size, cfg)
 
 
 def _folder_source(name: str, folder: Path) -> Source:
@@ -167,7 +170,7 @@ def _folder_source(name: str, folder: Path) -> Source:
         raise
     except Exception as e:  # noqa: BLE001 (a damaged config or header)
         raise LLMError(f"cannot read the model in {str(folder)[:120]}: {' '.join(str(e).split())[:120]}") from None
-    return Source(name, folder, None, _config(cfg), params, sum(w.stat().st_size for w in weights))
+    return Source(name, folder, None, _config(cfg), params, sum(w.stat().st_size for w in weights), cfg)
 
 
 def _hub_folder(name: str) -> Path:
@@ -212,7 +215,7 @@ def inspect(name: str, dtype: torch.dtype = torch.float32, available: int | None
 def load_tokenizer(src: Source) -> PieceTokenizer:
     from transformers import AutoTokenizer
 
-    kw = {"gguf_file": src.gguf_file} if src.gguf_file else {}
+    kw = {"gguf_file": src.gguf_file} if src.gguf_file else {"config": src.hf_config}  # a GGUF's: read by transformers
     try:
         tok = AutoTokenizer.from_pretrained(src.folder, local_files_only=True, **kw)
     except Exception as e:  # noqa: BLE001
@@ -234,6 +237,8 @@ def load(src: Source, dtype: torch.dtype = torch.float32, device: str = "cpu",
     dev = device_of(device)
     tokenizer = tokenizer or load_tokenizer(src)
     kw = {"gguf_file": src.gguf_file} if src.gguf_file else {}
+    if src.hf_config is not None:
+        kw["config"] = src.hf_config  # from_pretrained copies it before it sets the dtype and attention on it
     t0 = time.perf_counter()
     try:
         model = AutoModelForCausalLM.from_pretrained(src.folder, local_files_only=True, dtype=dtype,

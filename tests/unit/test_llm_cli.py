@@ -1,6 +1,7 @@
 """Real models on the command line (specviz/cli/flags.py prepare_llm, specviz/llm/load.py): a tiny local folder
 runs end to end, and every bad input is one line and exit status 2, found before any weight loads."""
 
+import dataclasses
 import json
 import shutil
 
@@ -111,6 +112,26 @@ def test_float64_load_doubles_the_memory_figure():
     src32 = llm.inspect(str(folder("llama")), torch.float32)
     with pytest.raises(llm.LLMError, match="float64"):
         llm.inspect(str(folder("llama")), torch.float64, available=int(src32.parameters * 4 * llm.HEADROOM) + 1)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_the_load_takes_the_config_the_checks_read(kind, monkeypatch):
+    """load hands from_pretrained the config inspect read (not a second read of the files), in any dtype: the same
+    model as a load that reads it again, and the Source's config left as it was for the next load."""
+    from transformers import AutoConfig, PreTrainedConfig
+
+    src = llm.inspect(str(folder(kind)), torch.float64)
+    before = src.hf_config.to_dict()
+    model = llm.load(src, torch.float64).model
+    assert model.dtype == torch.float64 and src.hf_config.to_dict() == before
+    reread = llm.load(dataclasses.replace(src, hf_config=None), torch.float64).model
+    assert model.config.to_dict() == reread.config.to_dict()
+    assert all(
+        torch.equal(a, b) for a, b in zip(model.state_dict().values(), reread.state_dict().values(), strict=True)
+    )
+    for reader in (AutoConfig, PreTrainedConfig):
+        monkeypatch.setattr(reader, "from_pretrained", lambda *a, **k: pytest.fail("the config was read again"))
+    assert llm.load(src, torch.float32).model.dtype == torch.float32
 
 
 def test_info_lists_smollm2_and_the_hub_cache(capsys, monkeypatch, tmp_path):

@@ -95,7 +95,7 @@ def _load(choice: ModelChoice) -> str | None:
     from specviz.llm.load import LLMError
 
     try:
-        with st.spinner(f"Loading {md(choice.label(), 60)} (about 30 s for SmolLM2 the first time; then shared)..."):
+        with st.spinner(f"Loading {md(choice.label(), 60)} (about 20 s for SmolLM2 the first time; then shared)..."):
             real_checkpoint(choice)
     except LLMError as e:
         return str(e)

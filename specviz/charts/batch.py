@@ -116,8 +116,8 @@ def roofline_figure(roof, rows: list[dict], context: float, title: str = "The ro
         ai = [a for _, a in pts]
         c = GREY if d == BASELINE else SERIES[(i - 1) % len(SERIES)]
         name = "plain decoding" if d == BASELINE else d
-        # B written beside plain decoding's points, a third of a decade apart at least (the points bunch up at the
-        # ridge, where the KV cache's reads grow with the rows); every point says its B on hover
+        # B written beside plain decoding's points, LABEL_GAP apart at least (the points bunch up at the ridge, where
+        # the KV cache's reads grow with the rows); every point says its B on hover
         text, last = [], -math.inf
         for b, a in pts:
             keep = d == BASELINE and math.log10(a) - last >= LABEL_GAP

@@ -56,7 +56,7 @@ class Source:
     parameters: int  # counted from the files' tensor shapes
     file_bytes: int  # the weights' size on disk
     # transformers' config as the checks read it: ``load`` hands it on, so that from_pretrained does not read the
-    # file's config again (for a GGUF file a parse of every field, the tokenizer's 49,152 pieces included: ~5 s)
+    # file's config again (for a GGUF file a parse of every field, the tokenizer's 49,152 pieces included: seconds)
     hf_config: object = field(default=None, repr=False, compare=False)
 
 

@@ -21,6 +21,7 @@ from specviz.charts.palette import (
     SKY,
     VERMILLION,
 )
+from specviz.core.markup import plotly_text
 from specviz.drafters import BASELINE
 
 # One per line (the character model's drafters, then a real model's), each with its own marker and dash (colour
@@ -53,7 +54,7 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
     data, notes = [], []
     for i, (m, name) in enumerate(series):
         ours = [r for r in rows if r.get("model") == m]  # a real model's rows are lines of their own
-        d = name if m is None else f"{name} ({m})"
+        d = plotly_text(name if m is None else f"{name} ({m})")  # a model's name is the user's path: text, not HTML
         auto = sorted((r["batch"], r["speedup"]) for r in ours if r.get("suite") == "batch" and r["drafter"] == name
                       and r.get("k_auto", False))  # fmt: skip
         if auto:

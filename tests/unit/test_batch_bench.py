@@ -104,6 +104,10 @@ def test_the_charts_are_valid_plotly():
     go.Figure(fig.to_dict())
     assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a, adaptive K", "a"]
     assert len([t for t in fig.data if t.name == "a: crossover"]) == 1  # the fixed-K line's, not the adaptive one's
+    # a real model's name (a user's folder path) is shown as typed in the legend and the corner's note
+    named = [dict(r, model="<b>m</b>") for r in rows]
+    fig = crossover_figure(named)
+    assert "a (&lt;b&gt;m&lt;/b&gt;)" in [t.name for t in fig.data] and "<b>m" not in fig.layout.annotations[0].text
     roof = roofline_figure(ROOF, rows, 100.0)
     go.Figure(roof.to_dict())
     # B written beside plain decoding's points only, a quarter of a decade apart at least; hover names every B

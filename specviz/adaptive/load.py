@@ -25,12 +25,14 @@ A roofline (specviz/bench/roofline.py) can stand in for m: it gives only the pas
 lone curve, v_B(N) = v(N) [t(B N, B) / t(B, B)] / [t(N, 1) / t(1, 1)], and it leaves out the CPU beside the
 pass (why adaptive K kept drafting where it did not pay: docs/notes/batch.md).
 
-A draft in a batch must also promise ``MIN_GAIN_LOADED`` times plain decoding's tokens per unit of time, not
-MIN_GAIN's 5%: under load the priced gains are thin (a drafted row costs a sequence's share of the pass), and
-two things the prices leave out eat them. A sequence drafts when its acceptance estimate crosses the price, so
-where the price sits high (B >= 8) the rounds that draft are those whose estimate ran high, and they accept
-less than it said (a winner's curse); and a drafting round slows the rounds around it beyond its price. The
-margin is a measured allowance for both (docs/notes/batch.md, session 8), not a derivation.
+In a batch of ``MARGIN_FROM`` or more, a draft must also promise ``MIN_GAIN_LOADED`` times plain decoding's
+tokens per unit of time, not MIN_GAIN's 5%: there the priced gains are thin (a drafted row costs a sequence's
+share of the pass), and two things the prices leave out eat them. A sequence drafts when its acceptance
+estimate crosses the price, so where the price sits high the rounds that draft are those whose estimate ran
+high, and they accept less than it said (a winner's curse); and a drafting round slows the rounds around it
+beyond its price. The margin is a measured allowance for both, not a derivation. Below B = 8 the estimate
+showed no such shortfall, and the wider margin only gave up drafts that paid (docs/notes/batch.md, sessions 8
+and 10).
 
 At B = 1 every price is the lone sequence's, so a lone run (and a batch of one) chooses what it chose
 before. Adaptive K then chooses K per round as always, down to K = 0 where no draft pays the price
@@ -57,7 +59,8 @@ from specviz.core.diskcache import cache_dir, digest, files_digest, write_atomic
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)  # batch sizes measure_load times
 ROWS = (1, 2, 3, 4, 5, 7, 9, 13)  # rows a sequence sends: K = 0 .. 12 chains, between which v is a line
-MIN_GAIN_LOADED = 1.15  # a draft in a batch of B >= 2 must promise this times K = 0's rate (the docstring)
+MIN_GAIN_LOADED = 1.15  # a draft in a batch of B >= MARGIN_FROM must promise this times K = 0's rate (the docstring)
+MARGIN_FROM = 8  # ... below it, MIN_GAIN as alone
 CONTEXT = 100  # prompt tokens a measured sequence starts from (a repeat adds ~50-80: about the bench's ~150)
 CACHE = cache_dir("load")
 _PKG = Path(__file__).resolve().parents[1]
@@ -212,15 +215,22 @@ class LoadCosts:
             parts.append(f"under load {self.measured.summary()}")
         if (d := self.drafting.get(drafter)) is not None:
             parts.append(f"drafting here {d.per_token:.3f} a token, {d.per_call:.3f} a round")
-        parts.append(f"a draft in a batch must promise {MIN_GAIN_LOADED:.2f}x plain decoding's rate")
+        parts.append(
+            f"a draft in a batch of {MARGIN_FROM} or more must promise {MIN_GAIN_LOADED:.2f}x plain decoding's rate"
+        )
         return "; ".join(parts)
 
     def price(self, B: int, drafter: str) -> Price:
-        """A sequence of ``drafter`` in a batch of B: from B = 2 on its measured drafting and the batch's margin,
-        the lone prices at B = 1."""
+        """A sequence of ``drafter`` in a batch of B: from B = 2 on its measured drafting, from MARGIN_FROM on the
+        batch's margin, the lone prices at B = 1."""
         d = self.drafting.get(drafter) if B > 1 else None
         curve, scale = self.at(B, d)
-        return Price(curve, scale, d, MIN_GAIN_LOADED if B > 1 else MIN_GAIN)
+        return Price(curve, scale, d, min_gain(B))
+
+
+def min_gain(B: int) -> float:
+    """What a draft must promise over K = 0's rate in a batch of B (the docstring)."""
+    return MIN_GAIN_LOADED if B >= MARGIN_FROM else MIN_GAIN
 
 
 def clock() -> Callable[[], float]:

@@ -10,6 +10,7 @@ from conftest import GREEDY_TEXT
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.adaptive.load import (
+    MARGIN_FROM,
     MIN_GAIN_LOADED,
     Drafting,
     LoadCosts,
@@ -139,6 +140,7 @@ def test_a_measured_curve_prices_the_batched_round_itself():
         and margin == MIN_GAIN_LOADED > MIN_GAIN  # a batch's wider margin
     )
     assert load.price(8, "distilled") == (v8, s8, None, MIN_GAIN_LOADED)  # no measurement: the declared costs
+    assert load.price(MARGIN_FROM - 1, "trigram").min_gain == MIN_GAIN  # a smaller batch: the lone margin
     assert "synthetic" in load.describe("trigram") and "0.050 a token, 0.100 a round" in load.describe("trigram")
 
 
@@ -151,8 +153,8 @@ def expected_rate(alpha: float, k: int, v: CostCurve, cost: float) -> float:
 @pytest.mark.parametrize("B", [2, 8])
 def test_k_falls_to_zero_exactly_when_the_gain_is_below_the_price(per_call, B):
     """Adaptive K priced for a batch (the measured round, drafting per token and per call) drafts exactly when
-    some K promises the batch's margin (MIN_GAIN_LOADED) times plain decoding's tokens per unit of time at those
-    prices."""
+    some K promises the batch's margin (MIN_GAIN below MARGIN_FROM, MIN_GAIN_LOADED from it) times plain
+    decoding's tokens per unit of time at those prices."""
     alpha, per_token = 0.6, 0.02
     load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token, per_call)})
     policy = AdaptiveK(5, draft_cost=0.02)
@@ -164,7 +166,8 @@ def test_k_falls_to_zero_exactly_when_the_gain_is_below_the_price(per_call, B):
     best = max(range(6), key=lambda k: expected_rate(alpha, k, curve, c * scale) if k else 1.0)
     gain = expected_rate(alpha, best, curve, c * scale) if best else 1.0
     k = policy.choose(5).k
-    assert (k == 0) == (gain < MIN_GAIN_LOADED)
+    assert margin == (MIN_GAIN_LOADED if B >= MARGIN_FROM else MIN_GAIN)
+    assert (k == 0) == (gain < margin)
     if k:
         assert k == best
 

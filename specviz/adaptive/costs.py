@@ -23,7 +23,6 @@ Measurements on each CPU, and what was tried: docs/notes/costs.md.
 """
 
 import bisect
-import contextlib
 import json
 import math
 import platform
@@ -38,7 +37,7 @@ from pathlib import Path
 import torch
 
 from models.artifacts import read_manifest
-from specviz.core.diskcache import cache_dir, digest, files_digest, write_atomic
+from specviz.core.diskcache import cache_dir, digest, files_digest, kept_or_made
 from specviz.core.sampling import probs_from_logits
 from specviz.kernels import native
 from specviz.kernels.cached_model import CachedModel
@@ -221,16 +220,14 @@ def kept(ckpt, cache: Path | None = None) -> CostCurve | None:
 
 
 def kept_curve(ckpt, measure_now: Callable[[], CostCurve], cache: Path | None = None) -> CostCurve:
-    """This machine's curve for the checkpoint's model: the kept one (``kept``), else ``measure_now()``,
-    kept for the next start. Written whole, then renamed: two servers may measure at once, the last
-    one kept."""
+    """This machine's curve for the checkpoint's model: the kept one (``kept``), else ``measure_now()``, kept
+    for the next start (one process measures at a time: diskcache.kept_or_made)."""
     key = curve_key(ckpt)
     path = _kept_path(key, cache)
-    if (curve := read_curve(path, key)) is not None:
-        return curve
-    curve = measure_now()
-    record = {"key": key, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "source": curve.source,
-              "verify": list(curve.verify)}  # fmt: skip
-    with contextlib.suppress(OSError):  # a read-only checkout: measured again at the next start
-        write_atomic(path, json.dumps(record, indent=1).encode())
-    return curve
+
+    def encode(curve: CostCurve) -> bytes:
+        record = {"key": key, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "source": curve.source, "verify": list(curve.verify)}  # fmt: skip
+        return json.dumps(record, indent=1).encode()
+
+    return kept_or_made(path, lambda: read_curve(path, key), measure_now, encode)

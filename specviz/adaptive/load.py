@@ -41,7 +41,6 @@ draws: K is still fixed before the draft, and the run stays exact. Measurements:
 """
 
 import bisect
-import contextlib
 import json
 import math
 import statistics
@@ -55,7 +54,7 @@ from typing import NamedTuple
 
 from specviz.adaptive.costs import N_MAX, CostCurve, curve_key
 from specviz.core.choice import MIN_GAIN
-from specviz.core.diskcache import cache_dir, digest, files_digest, write_atomic
+from specviz.core.diskcache import cache_dir, digest, files_digest, kept_or_made
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)  # batch sizes measure_load times
 ROWS = (1, 2, 3, 4, 5, 7, 9, 13)  # rows a sequence sends: K = 0 .. 12 chains, between which v is a line
@@ -305,14 +304,13 @@ def kept(ckpt, cache: Path | None = None) -> LoadCurve | None:
 
 def kept_load(ckpt, measure_now: Callable[[], LoadCurve], cache: Path | None = None) -> LoadCurve:
     """This machine's LoadCurve for the checkpoint's model: the kept one, else ``measure_now()``, kept for the
-    next run (written whole, then renamed)."""
+    next run (one process measures at a time: diskcache.kept_or_made)."""
     key = load_key(ckpt)
     path = (CACHE if cache is None else cache) / f"{digest(key)}.json"
-    if (curve := read_load(path, key)) is not None:
-        return curve
-    curve = measure_now()
-    record = {"key": key, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"), "source": curve.source,
-              "share": curve.share, "ratio": curve.ratio}  # fmt: skip
-    with contextlib.suppress(OSError):  # a read-only checkout: measured again next time
-        write_atomic(path, json.dumps(record, indent=1).encode())
-    return curve
+
+    def encode(curve: LoadCurve) -> bytes:
+        record = {"key": key, "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                  "source": curve.source, "share": curve.share, "ratio": curve.ratio}  # fmt: skip
+        return json.dumps(record, indent=1).encode()
+
+    return kept_or_made(path, lambda: read_load(path, key), measure_now, encode)

@@ -37,7 +37,6 @@ tries them as the verifier does, so the token it emits is the target's and the d
 a child was kept.
 """
 
-import contextlib
 import hashlib
 import json
 import weakref
@@ -49,7 +48,7 @@ from pathlib import Path
 import torch
 
 from models.artifacts import read_manifest
-from specviz.core.diskcache import cache_dir, digest, files_digest, write_atomic
+from specviz.core.diskcache import cache_dir, digest, files_digest, kept_or_made
 from specviz.core.sampling import Stream, draw, probs_from_logits, uniform, without
 from specviz.kernels.cached_model import CachedModel
 
@@ -301,18 +300,22 @@ def kept_rates(key: dict, measure_now: Callable[[], Rates], cache: Path | None =
     if name in _KEPT:
         return _KEPT[name]
     path = (CACHE if cache is None else cache) / f"{name}.json"
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-        if record["key"] != json.loads(json.dumps(key)):
-            raise ValueError("another key")
-        rates = Rates(tuple(tuple(map(float, row)) for row in record["accept"]), tuple(map(int, record["reached"])),
-                      str(record["source"]) + " (kept)")  # fmt: skip
-    except (OSError, ValueError, KeyError, TypeError):
-        rates = measure_now()
+
+    def read() -> Rates | None:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            if record["key"] != json.loads(json.dumps(key)):
+                return None  # another key's
+            return Rates(tuple(tuple(map(float, row)) for row in record["accept"]),
+                         tuple(map(int, record["reached"])), str(record["source"]) + " (kept)")  # fmt: skip
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def encode(rates: Rates) -> bytes:
         record = {"key": key, "accept": rates.accept, "reached": rates.reached, "source": rates.source}
-        with contextlib.suppress(OSError):  # a read-only checkout: measured again next time
-            write_atomic(path, json.dumps(record, indent=1).encode())
-    _KEPT[name] = rates
+        return json.dumps(record, indent=1).encode()
+
+    _KEPT[name] = rates = kept_or_made(path, read, measure_now, encode)
     return rates
 
 

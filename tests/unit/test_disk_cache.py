@@ -3,11 +3,13 @@ as measured and measured again when its key changes or its file is damaged; and 
 loaded from the cache and built again when a source changes. Each test uses a folder of its own."""
 
 import shutil
+import threading
 
 import pytest
 
 from specviz.adaptive import costs
 from specviz.adaptive.costs import N_MAX, CostCurve, interpolate
+from specviz.core.diskcache import kept_or_made
 from specviz.kernels import native
 
 
@@ -64,6 +66,41 @@ def test_a_damaged_file_is_measured_again(target, tmp_path, counted, damage):
     curve = costs.kept_curve(target, measure_now, tmp_path)
     assert len(calls) == 2 and curve.source == "measured on a CPU, 1 thread"
     assert costs.read_curve(kept, costs.curve_key(target)).verify == curve.verify  # and kept in its place
+
+
+def test_one_maker_at_a_time_and_the_second_reads_the_first(tmp_path):
+    """Two makers of the same file at once (two test workers, two servers): the second waits for the first's
+    lock, then reads what it wrote, and never makes one itself. flock locks are per open file, so two threads
+    contend as two processes do. Without the lock the second would make its own while the first is held."""
+    path = tmp_path / "curve.json"
+    read = lambda: path.read_text() if path.exists() else None  # noqa: E731
+    started, go, made, got = threading.Event(), threading.Event(), [], {}
+
+    def first_make():
+        started.set()
+        go.wait(10)
+        made.append("first")
+        return "first's"
+
+    def second_make():
+        made.append("second")
+        return "second's"
+
+    def run(name, make):
+        got[name] = kept_or_made(path, read, make, str.encode)
+
+    first = threading.Thread(target=run, args=("first", first_make))
+    first.start()
+    assert started.wait(10)
+    second = threading.Thread(target=run, args=("second", second_make))
+    second.start()
+    second.join(0.5)  # an unlocked second would be done by now, having made its own
+    waited = second.is_alive()
+    go.set()
+    first.join(10)
+    second.join(10)
+    assert waited and made == ["first"] and got == {"first": "first's", "second": "first's"}
+    assert kept_or_made(path, read, second_make, str.encode) == "first's" and made == ["first"]
 
 
 def test_the_kernels_are_kept_and_built_again_when_a_source_changes(tmp_path, monkeypatch):

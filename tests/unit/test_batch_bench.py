@@ -18,7 +18,7 @@ from specviz.bench.roofline import (
     roofline_lines,
 )
 from specviz.bench.rows import rows_from_jsonl, rows_to_jsonl
-from specviz.charts.batch import LABEL_GAP, crossover_figure, roofline_figure
+from specviz.charts.batch import LABEL_GAP, NOTE_LINE, crossover_figure, roofline_figure
 from specviz.cli.main import main
 from specviz.drafters import BASELINE
 
@@ -98,6 +98,9 @@ def test_the_charts_are_valid_plotly():
     # named with its B in the corner's note, one line a crossover
     (note,) = fig.layout.annotations
     assert note.text == f"× crossover<br>a: B ≈ {crossover(rows, 'a'):.0f}"
+    # above the plot, in a top margin that holds its lines: inside it, a fast drafter's bars can reach any corner
+    assert note.yref == "paper" and note.y == 1 and note.yanchor == "bottom"
+    assert fig.layout.margin.t >= NOTE_LINE * note.text.count("<br>") + NOTE_LINE
     assert [t.name for t in fig.data if t.mode == "lines+markers"] == ["a"]  # plain decoding is the 1.0 line
     auto = [dict(r, k_auto=True, speedup=1.0) for r in fake("a", [(1, 1.5), (4, 1.0)])]
     fig = crossover_figure(rows + auto)

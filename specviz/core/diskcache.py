@@ -75,7 +75,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 def held(path: Path) -> Iterator[None]:
     """An exclusive lock on a file beside ``path`` (``.<name>.lock``) while the block runs: another process
     that asks for the same path waits here. The system drops it when the process dies. No lock where the
-    folder cannot be written (a read-only checkout) or the system has no flock."""
+    folder cannot be written (a read-only checkout) or the system or file system has no flock."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(path.with_name(f".{path.name}.lock"), "a")  # noqa: SIM115 (held across the yield)
@@ -83,7 +83,8 @@ def held(path: Path) -> Iterator[None]:
         handle = None
     try:
         if handle is not None and fcntl is not None:
-            fcntl.flock(handle, fcntl.LOCK_EX)
+            with contextlib.suppress(OSError):  # a file system without locks: made by each, as without fcntl
+                fcntl.flock(handle, fcntl.LOCK_EX)
         yield
     finally:
         if handle is not None:

@@ -55,7 +55,9 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
     data, notes = [], []
     for i, (m, name) in enumerate(series):
         ours = [r for r in rows if r.get("model") == m]  # a real model's rows are lines of their own
-        d = plotly_text(name if m is None else f"{name} ({m})")  # a model's name is the user's path: text, not HTML
+        # A model's name is the user's path: text, not HTML, and read into hover text from the trace's meta, never
+        # written into a hovertemplate, where a "%{y}" in a folder's name would be read as a field
+        d = plotly_text(name if m is None else f"{name} ({m})")
         auto = sorted((r["batch"], r["speedup"]) for r in ours if r.get("suite") == "batch" and r["drafter"] == name
                       and r.get("k_auto", False))  # fmt: skip
         if auto:
@@ -63,8 +65,8 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
             data.append({"type": "scatter", "mode": "lines+markers", "x": [b for b, _ in auto],
                          "y": [s for _, s in auto], "name": f"{d}, adaptive K", "opacity": 0.6,
                          "line": {"color": c, "dash": "dot", "width": 1.5},
-                         "marker": {"symbol": MARKERS[i % len(MARKERS)] + "-open", "size": 8, "color": c},
-                         "hovertemplate": d + ", adaptive K, at B = %{x}: %{y:.2f}×<extra></extra>"})  # fmt: skip
+                         "marker": {"symbol": MARKERS[i % len(MARKERS)] + "-open", "size": 8, "color": c}, "meta": d,
+                         "hovertemplate": "%{meta}, adaptive K, at B = %{x}: %{y:.2f}×<extra></extra>"})  # fmt: skip
         pts = sorted((r["batch"], r) for r in ours if r.get("suite") == "batch" and r["drafter"] == name
                      and not r.get("k_auto", False))  # fmt: skip
         xs, ys = [b for b, _ in pts], [r["speedup"] for _, r in pts]
@@ -75,13 +77,13 @@ def crossover_figure(rows: list[dict], title: str = "Speedup over plain decoding
                      "line": {"color": c, "dash": DASHES[i % len(DASHES)]},
                      "marker": {"symbol": MARKERS[i % len(MARKERS)], "size": 9, "color": c},
                      "error_y": {"type": "data", "array": up, "arrayminus": down, "color": c, "thickness": 1},
-                     "customdata": [r["tokens_per_forward"] for _, r in pts],
-                     "hovertemplate": d + " at B = %{x}: %{y:.2f}× (τ %{customdata:.2f})<extra></extra>"})  # fmt: skip
+                     "customdata": [r["tokens_per_forward"] for _, r in pts], "meta": d,
+                     "hovertemplate": "%{meta} at B = %{x}: %{y:.2f}× (τ %{customdata:.2f})<extra></extra>"})  # fmt: skip
         b = crossover(rows, name, model=m)
         if b is not None:
             data.append({"type": "scatter", "mode": "markers", "x": [b], "y": [1.0], "name": f"{d}: crossover",
-                         "showlegend": False, "marker": {"symbol": "x", "size": 14, "color": VERMILLION},
-                         "hovertemplate": f"{d} crossover: B ≈ {b:.1f}<extra></extra>"})  # fmt: skip
+                         "showlegend": False, "marker": {"symbol": "x", "size": 14, "color": VERMILLION}, "meta": d,
+                         "hovertemplate": f"%{{meta}} crossover: B ≈ {b:.1f}<extra></extra>"})  # fmt: skip
             notes.append(f"{d}: B ≈ {b:.0f}")
     # The crossovers named together above the plot's top right corner, beside the title: labels at the marks
     # themselves pile up where two drafters cross at nearby B, and inside the plot a fast drafter's line and its

@@ -111,6 +111,10 @@ def test_the_charts_are_valid_plotly():
     named = [dict(r, model="<b>m</b>") for r in rows]
     fig = crossover_figure(named)
     assert "a (&lt;b&gt;m&lt;/b&gt;)" in [t.name for t in fig.data] and "<b>m" not in fig.layout.annotations[0].text
+    # ... and in hover text, read from the trace's meta: a "%{y}" in a folder's name is not a template field there
+    fig = crossover_figure([dict(r, model="%{y}") for r in rows + auto])
+    hovered = [t for t in fig.data if t.hovertemplate]
+    assert len(hovered) == 3 and all(t.meta == "a (%{y})" and t.hovertemplate.startswith("%{meta}") for t in hovered)
     roof = roofline_figure(ROOF, rows, 100.0)
     go.Figure(roof.to_dict())
     # B written beside plain decoding's points only, a quarter of a decade apart at least; hover names every B

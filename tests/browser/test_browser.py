@@ -39,7 +39,10 @@ def test_step_through_in_a_browser(app_url, page, tmp_path):
     page.get_by_role("button", name="Play").click()
     page.get_by_role("heading", name=re.compile("^Round 5:")).wait_for(timeout=600_000)
     page.get_by_role("button", name="Pause").click()
-    wait_idle(page)
+    # paused once the button reads Play again: a loaded machine can take longer than wait_idle's 300 ms to start
+    # the click's run, and the rounds advance until it does
+    page.get_by_role("button", name="Play").wait_for(timeout=600_000)
+    wait_idle(page, started=True)
     shown = page.get_by_role("heading", name=re.compile(r"^Round \d+:")).first.inner_text()
     page.wait_for_timeout(2500)
     assert page.get_by_role("heading", name=re.compile(r"^Round \d+:")).first.inner_text() == shown

@@ -105,8 +105,9 @@ class Drafted:
     reprefill: bool  # the window moved: the pass prefills the context
     kv_before: int  # cache entries before the pass's root
     vp: VerifyPass  # the pass's inputs
-    t0: float  # perf_counter at the round's start
+    t0: float  # perf_counter at the round's start (after prefill_s)
     t1: float  # ... once drafted
+    prefill_s: float  # the target's prefill run before the draft (a drafter reading its cache), timed as verify
 
 
 class Generation:
@@ -173,6 +174,13 @@ class Generation:
         s, T = self.settings, self.settings.temperature
         k = self.draft_limit
 
+        t_prefill = time.perf_counter()
+        B = self.target.block_size
+        if k and "target_cache" in self.drafter.needs and self.target.start == window_start(len(self.tokens), B):
+            # A drafter that reads the target's cache needs it whole first: round 0's prefill, the one the
+            # verify pass would run, is run now and counted as the verify pass's time (plain decoding's prefill
+            # is), not as the draft's. At a window jump the drafter skips the round and the pass re-prefills.
+            self.target.sync(self.tokens)
         t0 = time.perf_counter()
         choice = shadow = None
         if self.stops:  # adaptive K, token by token: the drafter weighs each token before drawing it
@@ -200,7 +208,7 @@ class Generation:
         reprefill, prefix = self.target.trim_missing(self.tokens)  # a prefill round's context: in the same pass
         kv_before = self.target.length + len(prefix)
         vp = pass_inputs(self.target, self.tokens[-1], draft, prefix)
-        return Drafted(k, draft, choice, shadow, reprefill, kv_before, vp, t0, t1)
+        return Drafted(k, draft, choice, shadow, reprefill, kv_before, vp, t0, t1, t0 - t_prefill)
 
     def finish(self, d: Drafted, pass_logits: torch.Tensor, verify_s: float | None = None) -> RoundRecord:
         """Accept and trim, given the forward's logits over ``d.vp`` (M+N+1+E, V). ``verify_s``: the pass's
@@ -218,6 +226,7 @@ class Generation:
             verify_s = t2 - d.t1
         else:  # a batch's pass: this sequence's accept counts from here
             t2 = t_in
+        verify_s += d.prefill_s
 
         verdict = self.verifier.verify(draft, p_rows, T, self.gen)
         path = verdict.path

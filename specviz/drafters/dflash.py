@@ -6,7 +6,8 @@ reading the features the verify pass already wrote, fed as the target commits th
 over [the entries committed since the last round (causal; the last is the root's row, slot 1) | K - 1 mask
 rows (slots 2..K: the root row's input plus a learned mask embedding each, seeing every context entry and
 each other)]. The mask rows are scratch after the entries, overwritten next round. Round 0, a window jump and
-a one-token context are EAGLE's: the prefill is the verify pass's own, a jump drafts nothing that round.
+a one-token context are EAGLE's: the prefill is the verify pass's own (the engine runs it before the draft), a
+jump drafts nothing that round. The entries' inputs are LeanHead.entries: fc folded into the fusion.
 
 Exact at every temperature. Slot s's token is drawn from q_s, the head's temperature-scaled distribution for
 that slot, and q_s is Draft.q's row s: token-wise verification accepts x_s with min(1, p_s(x_s)/q_s(x_s)) and
@@ -63,7 +64,7 @@ class BlockCache(HeadCache):
         T, M = P - n, slots - 1
         first = n if T else P - 1  # asked again for the same context (a shadow draft): the root row's input again
         tokens = context[t.start + first + 1 : t.start + P + 1]  # ends with the root
-        u = lean.fc(torch.cat([lean.fused(t.features(first, P)), lean.wte[tokens]], dim=-1))  # (T or 1, C)
+        u = lean.entries(t.features(first, P), tokens)  # (T or 1, C)
         rows = torch.cat([u[:T], u[-1:] + self.mask[:M]]) if M else u[:T]  # (T + M, C)
         self.fit(P + M)
         # None: causal, the entries alone; else the entries causal and blind to the masks, the mask rows seeing
@@ -155,8 +156,8 @@ class DFlashDrafter(Drafter):
             else q[torch.arange(len(tokens)), tokens].tolist()
         )
         top = probs.topk(min(TOP, probs.size(-1)), dim=-1)
+        values = top.values.round(decimals=4).tolist()  # rounded in one op, not S * TOP round() calls
         notes["slots"] = [{"slot": s + 1, "token": x, "q": round(qx[s], 4),
-                           "top": [[tok, round(p, 4)] for tok, p in zip(ti, tv, strict=True)]}
-                          for s, (x, ti, tv) in enumerate(zip(tokens, top.indices.tolist(), top.values.tolist(),
-                                                              strict=True))]  # fmt: skip
+                           "top": [[t, p] for t, p in zip(ti, tv, strict=True)]}
+                          for s, (x, ti, tv) in enumerate(zip(tokens, top.indices.tolist(), values, strict=True))]  # fmt: skip
         return Draft(tokens, list(range(-1, len(tokens) - 1)), q, {"head": self.name, **notes})

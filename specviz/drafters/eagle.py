@@ -15,9 +15,9 @@ feature (the verify pass computes that one; EAGLE's one-position shift).
     draft step j >= 1  reads the head's own last output state in place of the features
                        (EAGLE-1: its predicted feature; EAGLE-3: its hidden state) and the token
                        it just drafted: K head passes per round.
-    round 0            the target's cache is empty: target.sync(context) runs the prefill here,
-                       the one the verify pass would run anyway (the engine's sync then finds it
-                       done), as layer-skip does.
+    round 0            the target's cache is empty: the engine runs its prefill, the one the verify
+                       pass would run anyway, before the draft (timed as the verify pass's), as for
+                       every drafter that reads the cache; target.sync(context) here then finds it done.
     window jump        (every half block past block_size) the target's cache is stale: that round
                        is not drafted (an empty draft), the verify pass re-prefills the cache, which
                        recomputes the features, and the head re-feeds them next round. So the round
@@ -87,12 +87,32 @@ class LeanHead:
         self.fuse = Linear.of(head.fuse) if head.config.variant == 3 else None  # (F * C,) -> (C,)
         wte, ln_w, ln_b, lm_head = head.frozen  # the target's, frozen (EagleHead.attach)
         self.wte, self.ln_f, self.lm_head_t = wte, (ln_w, ln_b), lm_head.t().contiguous()  # (V, C), (C,) x 2, (C, V)
+        self._fold = None  # entries(): (the fusion and fc's feature half as one Linear, fc's token half (V, C))
 
     def fused(self, feats: torch.Tensor) -> torch.Tensor:
         """g from the target's features (F, T, C): the top one (EAGLE-1) or their fusion. -> (T, C)"""
         if self.fuse is None:
             return feats[-1]
         return self.fuse(torch.cat(list(feats), dim=-1))
+
+    def entries(self, feats: torch.Tensor, tokens: list[int]) -> torch.Tensor:
+        """fc(cat[fused(feats), wte[tokens]]), folded for a drafter that does not show g: fc is linear in each half,
+        so its feature half composed with the fusion is one product, (W_g W_fuse) f + W_g b_fuse, and its token
+        half with its bias a (V, C) table, W_e wte[x] + b. One weight read of 3C x C where two read 5C x C.
+        (F, T, C), (T,) -> (T, C)"""
+        if self._fold is None:  # built at the first call, in float64, then in the head's dtype
+            C, fc, dt = self.config.n_embd, self.fc, self.fc.weight_t.dtype
+            Wg, We = fc.weight_t.double().t().split(C, dim=1)  # (C, C) each: fc's feature half, its token half
+            table = torch.addmm(fc.bias.double(), self.wte.double(), We.t()).to(dt)  # (V, C)
+            if self.fuse is None:  # EAGLE-1: g is the top feature itself
+                fuse = Linear(Wg.to(dt), torch.zeros_like(fc.bias))
+            else:
+                Wf, bf = self.fuse.weight_t.double().t(), self.fuse.bias.double()  # (C, F C), (C,)
+                fuse = Linear((Wg @ Wf).to(dt), (Wg @ bf).to(dt))
+            self._fold = (fuse, table)
+        fuse, table = self._fold
+        x = torch.cat(list(feats), dim=-1) if self.fuse is not None else feats[-1]  # (T, F C) or (T, C)
+        return fuse(x) + table[tokens]
 
     def step(self, g: torch.Tensor, tokens: list[int], kv: tuple, at: int, bias=None) -> torch.Tensor:
         """One head pass: entries reading (g (T, C), tokens) written into kv at at..at+T-1, attending
@@ -144,7 +164,7 @@ class HeadCache:
                 new[:, : was.size(1)] = was
 
     def catch_up(self, context: list[int]) -> bool | None:
-        """Bring the target's cache up to ``context`` (round 0: the verify pass's own prefill, done now) and
+        """Bring the target's cache up to ``context`` (round 0: the verify pass's own prefill, which the engine has run already) and
         restart this cache at a window jump. -> whether the target re-prefilled, or None with no entry to
         read (a window jump: the verify pass re-prefills the cache and its features, read next round; or a
         one-token context)."""

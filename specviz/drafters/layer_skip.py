@@ -82,8 +82,8 @@ class LayerSkipDrafter(Drafter):
         if t.start != window_start(len(context), t.block_size):
             return chain([], notes={"layers": self.n, "skipped": "the window moved: the verify pass re-prefills the "
                                     "target's cache, and drafting resumes from it next round"})  # fmt: skip
-        # Round 0 (or a cache behind the context): the prefill the verify pass would do anyway, done
-        # now so that the draft can read it. It is not repeated: the engine's sync then finds it done.
+        # Round 0 (or a cache behind the context): the prefill the verify pass would do anyway. The engine
+        # runs it before the draft; called on its own, the drafter runs it here. It is never run twice.
         t.sync(context)
         P = t.length  # the root (context[-1]) goes at entry P, drafted token j at P + 1 + j
 

@@ -146,7 +146,7 @@ class MedusaDrafter(Drafter):
         if t.start != window_start(len(context), t.block_size):
             return chain([], notes={"skipped": "the window moved: the verify pass re-prefills the target's cache, "
                                     "and the heads read its features next round"})  # fmt: skip
-        t.sync(context)  # round 0: the prompt's prefill (the engine's sync then finds it done)
+        t.sync(context)  # round 0: the prompt's prefill (in a run the engine has done it before the draft)
         if t.length == 0 or k == 0:
             return chain([], notes={"skipped": "no cache entry before the root: a one-token context has no feature"
                                     if t.length == 0 else "K = 0"})  # fmt: skip

@@ -108,7 +108,7 @@ class ModuleCaches:
         t = self.target
         if t.start != window_start(len(context), t.block_size):
             return None  # a window jump: the verify pass re-prefills the cache, read next round
-        t.sync(context)  # round 0: the verify pass's own prefill, done now
+        t.sync(context)  # round 0: the verify pass's own prefill (in a run the engine has done it already)
         if t.start != self.start:
             self.true, self.done, self.start = 0, [0] * (self.depth + 1), t.start
         P = t.length

@@ -12,7 +12,7 @@ from models.eagle import EagleConfig, EagleError, EagleHead, load_head, save_hea
 from specviz.cli import main as cli
 from specviz.core.sampling import probs_from_logits, scale_probs
 from specviz.drafters.base import tree_mask
-from specviz.drafters.eagle import EagleDrafter, HeadCache
+from specviz.drafters.eagle import EagleDrafter, HeadCache, lean_head
 from specviz.kernels.attention import attn_bias
 from specviz.kernels.cached_model import CachedModel
 from specviz.teaching.presets import PRESETS
@@ -190,3 +190,17 @@ def test_the_lean_head_pass_equals_the_module(target64):
     assert torch.allclose(kids, ref_kids[0], atol=1e-12) and torch.allclose(grand, ref_grand[0], atol=1e-12)
     assert torch.allclose(cache.lean.logits(grand), head.logits(ref_grand[0]), atol=1e-12)
     assert not torch.allclose(kids[0], kids[1])  # the siblings differ: each saw only its own token
+
+
+@pytest.mark.parametrize("variant", [1, 3])
+def test_the_folded_entry_inputs_equal_fc_of_the_fused_features(target64, target, variant):
+    """LeanHead.entries folds fc into the fusion (one product) and its token half into a table: the same
+    block inputs as fc(cat[fused(f), wte[x]]), to float64's rounding, and to float32's in the run's dtype."""
+    for ckpt, atol in ((target64, 1e-12), (target, 1e-5)):
+        lean = lean_head(head_for(ckpt, variant))
+        feats = ckpt.model.features(torch.tensor([list(range(12))]), lean.config.layers)[:, 0]  # (F, T, C)
+        tokens = [3, 9, 9, 0, 64, 1, 2, 5, 7, 11, 13, 17]
+        ref = lean.fc(torch.cat([lean.fused(feats), lean.wte[tokens]], dim=-1))
+        got = lean.entries(feats, tokens)
+        assert got.shape == ref.shape == (12, lean.config.n_embd) and got.dtype == ref.dtype
+        assert torch.allclose(got, ref, atol=atol), (got - ref).abs().max()

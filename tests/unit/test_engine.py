@@ -9,7 +9,7 @@ from specviz.core.engine import Generation, verify_pass
 from specviz.core.session import Session
 from specviz.core.settings import Settings
 from specviz.core.target import room, window_start
-from specviz.drafters import drafter_names
+from specviz.drafters import drafter_class, drafter_names
 from specviz.drafters.base import Draft
 from specviz.kernels import native
 from specviz.kernels.cached_model import CachedModel
@@ -219,3 +219,30 @@ def test_a_prefill_round_runs_one_pass_with_the_rows_of_two(target, parents, mon
     gen = Generation(target, context, Settings(drafter="trigram", k=4, temperature=0.0, max_new_tokens=2))
     record = gen.step()  # round 0: the prompt's prefill and the first draft
     assert len(passes) == 1 and record.kv_before == len(context) - 1 == record.kv_after_trim - 1 - record.n_accepted
+
+
+@torch.no_grad()
+@pytest.mark.parametrize("drafter", [d for d in DRAFTERS if "target_cache" in drafter_class(d).needs])
+def test_no_target_pass_runs_inside_a_draft(target, tiny, drafter, monkeypatch):
+    """A drafter that reads the target's cache finds it whole: round 0's prefill runs before the draft's
+    clock starts, and counts as the verify pass's time (plain decoding's prefill does), so that a drafter's
+    measured cost is its own work. Over rounds 0..3 and a window jump, no full target pass runs inside a draft."""
+    inside, forward, draft = [], CachedModel.forward, drafter_class(drafter).draft
+    drafting = {"now": False}
+
+    def timed_draft(self, *a, **k):
+        drafting["now"] = True
+        try:
+            return draft(self, *a, **k)
+        finally:
+            drafting["now"] = False
+
+    monkeypatch.setattr(drafter_class(drafter), "draft", timed_draft)
+    monkeypatch.setattr(CachedModel, "forward", lambda self, *a, **k: inside.append(drafting["now"]) or
+                        forward(self, *a, **k))  # fmt: skip
+    prompt = target.tokenizer.encode(PROMPT * 3)[:250]  # a window jump within the run
+    gen = Generation(target, prompt, Settings(drafter=drafter, k=4, temperature=0.0, max_new_tokens=24), tiny.model)
+    records = [gen.step() for _ in range(4)]
+    gen.run()
+    assert inside and not any(inside), f"{sum(inside)} of {len(inside)} target passes ran inside a draft"
+    assert records[0].prefilled == 0 and gen.target.start > 0  # the prefill ran before the draft; the window moved

@@ -107,7 +107,8 @@ class Drafted:
     vp: VerifyPass  # the pass's inputs
     t0: float  # perf_counter at the round's start (after prefill_s)
     t1: float  # ... once drafted
-    prefill_s: float  # the target's prefill run before the draft (a drafter reading its cache), timed as verify
+    early: int  # context tokens the target prefilled before the draft (for a drafter that reads its cache)
+    early_s: float  # ... and that prefill's time, counted as the verify pass's
 
 
 class Generation:
@@ -174,13 +175,16 @@ class Generation:
         s, T = self.settings, self.settings.temperature
         k = self.draft_limit
 
-        t_prefill = time.perf_counter()
-        B = self.target.block_size
-        if k and "target_cache" in self.drafter.needs and self.target.start == window_start(len(self.tokens), B):
+        t_early, early = time.perf_counter(), []
+        t, L = self.target, len(self.tokens)
+        lacks = t.start == window_start(L, t.block_size) and t.start + t.length < L - 1  # not all of context[s:-1]
+        if k and lacks and "target_cache" in self.drafter.needs:
             # A drafter that reads the target's cache needs it whole first: round 0's prefill, the one the
-            # verify pass would run, is run now and counted as the verify pass's time (plain decoding's prefill
+            # verify pass would run, is run now and counted as the verify pass's (plain decoding's prefill
             # is), not as the draft's. At a window jump the drafter skips the round and the pass re-prefills.
-            self.target.sync(self.tokens)
+            # An ordinary round's cache already holds all but the root: nothing to compare or feed.
+            _, early = self.target.trim_missing(self.tokens)
+            self.target.sync(self.tokens)  # feeds ``early``
         t0 = time.perf_counter()
         choice = shadow = None
         if self.stops:  # adaptive K, token by token: the drafter weighs each token before drawing it
@@ -208,7 +212,7 @@ class Generation:
         reprefill, prefix = self.target.trim_missing(self.tokens)  # a prefill round's context: in the same pass
         kv_before = self.target.length + len(prefix)
         vp = pass_inputs(self.target, self.tokens[-1], draft, prefix)
-        return Drafted(k, draft, choice, shadow, reprefill, kv_before, vp, t0, t1, t0 - t_prefill)
+        return Drafted(k, draft, choice, shadow, reprefill, kv_before, vp, t0, t1, len(early), t0 - t_early)
 
     def finish(self, d: Drafted, pass_logits: torch.Tensor, verify_s: float | None = None) -> RoundRecord:
         """Accept and trim, given the forward's logits over ``d.vp`` (M+N+1+E, V). ``verify_s``: the pass's
@@ -226,7 +230,7 @@ class Generation:
             verify_s = t2 - d.t1
         else:  # a batch's pass: this sequence's accept counts from here
             t2 = t_in
-        verify_s += d.prefill_s
+        verify_s += d.early_s
 
         verdict = self.verifier.verify(draft, p_rows, T, self.gen)
         path = verdict.path
@@ -271,7 +275,7 @@ class Generation:
             k_choice=choice,
             verify_notes=verdict.notes,
             draft_sampling=draft.sampling,
-            prefilled=len(prefix),
+            prefilled=len(prefix) + d.early,
             draft_s=d.t1 - d.t0,
             verify_s=verify_s,
             extra_tokens=draft.extra.tokens if draft.extra else [],

@@ -150,8 +150,9 @@ class RoundRecord:
     # the nodes: counted in kv_after_verify, never kept.
     extra_tokens: list[int] = field(default_factory=list)
     extra_positions: list[int] = field(default_factory=list)
-    # Context tokens the verify pass prefilled before the root (the prompt in round 1, the window after
-    # a re-prefill): its verify_s includes reading them.
+    # Context tokens the round's target work prefilled besides the root and nodes (the prompt in round 1,
+    # the window after a re-prefill): in the verify pass itself, or just before the draft for a drafter that
+    # reads the target's cache. Its verify_s includes reading them.
     prefilled: int = 0
 
     @property

@@ -96,8 +96,8 @@ def pass_time(r: RoundRecord, timing: dict | None = None) -> str:
         took = f"That pass took {r.verify_s * 1000:.2f} ms."
     else:
         why = "the prompt (the cache held nothing yet)" if r.index == 0 else "the window (it had moved: a re-prefill)"
-        took = (f"That pass took {r.verify_s * 1000:.2f} ms, but it also read {r.prefilled} characters of {why}: "
-                "the prefill runs in the same pass as the round's check.")  # fmt: skip
+        took = (f"The target took {r.verify_s * 1000:.2f} ms this round, but it also read {r.prefilled} characters "
+                f"of {why}: a prefill, which plain decoding pays too.")  # fmt: skip
     if not timing or not timing.get("verify_passes") or not timing.get("plain_passes"):
         return took
     n = len(r.draft_tokens) + 1

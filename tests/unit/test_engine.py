@@ -245,4 +245,4 @@ def test_no_target_pass_runs_inside_a_draft(target, tiny, drafter, monkeypatch):
     records = [gen.step() for _ in range(4)]
     gen.run()
     assert inside and not any(inside), f"{sum(inside)} of {len(inside)} target passes ran inside a draft"
-    assert records[0].prefilled == 0 and gen.target.start > 0  # the prefill ran before the draft; the window moved
+    assert records[0].prefilled == len(prompt) - 1 and gen.target.start > 0  # the prompt, read as verify; a jump

@@ -105,7 +105,7 @@ class Drafted:
     reprefill: bool  # the window moved: the pass prefills the context
     kv_before: int  # cache entries before the pass's root
     vp: VerifyPass  # the pass's inputs
-    t0: float  # perf_counter at the round's start (after prefill_s)
+    t0: float  # perf_counter at the round's start (after the early prefill)
     t1: float  # ... once drafted
     early: int  # context tokens the target prefilled before the draft (for a drafter that reads its cache)
     early_s: float  # ... and that prefill's time, counted as the verify pass's

@@ -164,10 +164,10 @@ class HeadCache:
                 new[:, : was.size(1)] = was
 
     def catch_up(self, context: list[int]) -> bool | None:
-        """Bring the target's cache up to ``context`` (round 0: the verify pass's own prefill, which the engine has run already) and
-        restart this cache at a window jump. -> whether the target re-prefilled, or None with no entry to
-        read (a window jump: the verify pass re-prefills the cache and its features, read next round; or a
-        one-token context)."""
+        """Bring the target's cache up to ``context`` (round 0: the verify pass's own prefill, which in a run
+        the engine has done already) and restart this cache at a window jump. -> whether the target
+        re-prefilled, or None with no entry to read (a window jump: the verify pass re-prefills the cache and
+        its features, read next round; or a one-token context)."""
         t = self.target
         if t.start != window_start(len(context), t.block_size):
             return None

@@ -96,23 +96,18 @@ class LeanHead:
         return self.fuse(torch.cat(list(feats), dim=-1))
 
     def entries(self, feats: torch.Tensor, tokens: list[int]) -> torch.Tensor:
-        """fc(cat[fused(feats), wte[tokens]]), folded for a drafter that does not show g: fc is linear in each half,
-        so its feature half composed with the fusion is one product, (W_g W_fuse) f + W_g b_fuse, and its token
-        half with its bias a (V, C) table, W_e wte[x] + b. One weight read of 3C x C where two read 5C x C.
-        (F, T, C), (T,) -> (T, C)"""
+        """fc(cat[fused(feats), wte[tokens]]) for a head with fused features (EAGLE-3's shape: DFlash), folded for
+        a drafter that does not show g: fc is linear in each half, so its feature half composed with the fusion
+        is one product, (W_g W_fuse) f + W_g b_fuse, and its token half with its bias a (V, C) table,
+        W_e wte[x] + b. One weight read of 3C x C where two read 5C x C. (F, T, C), (T,) -> (T, C)"""
         if self._fold is None:  # built at the first call, in float64, then in the head's dtype
             C, fc, dt = self.config.n_embd, self.fc, self.fc.weight_t.dtype
             Wg, We = fc.weight_t.double().t().split(C, dim=1)  # (C, C) each: fc's feature half, its token half
             table = torch.addmm(fc.bias.double(), self.wte.double(), We.t()).to(dt)  # (V, C)
-            if self.fuse is None:  # EAGLE-1: g is the top feature itself
-                fuse = Linear(Wg.to(dt), torch.zeros_like(fc.bias))
-            else:
-                Wf, bf = self.fuse.weight_t.double().t(), self.fuse.bias.double()  # (C, F C), (C,)
-                fuse = Linear((Wg @ Wf).to(dt), (Wg @ bf).to(dt))
-            self._fold = (fuse, table)
+            Wf, bf = self.fuse.weight_t.double().t(), self.fuse.bias.double()  # (C, F C), (C,)
+            self._fold = (Linear((Wg @ Wf).to(dt), (Wg @ bf).to(dt)), table)
         fuse, table = self._fold
-        x = torch.cat(list(feats), dim=-1) if self.fuse is not None else feats[-1]  # (T, F C) or (T, C)
-        return fuse(x) + table[tokens]
+        return fuse(torch.cat(list(feats), dim=-1)) + table[tokens]  # (T, F C) -> (T, C)
 
     def step(self, g: torch.Tensor, tokens: list[int], kv: tuple, at: int, bias=None) -> torch.Tensor:
         """One head pass: entries reading (g (T, C), tokens) written into kv at at..at+T-1, attending

@@ -15,7 +15,7 @@ def parallel_panel(r: RoundRecord, vocab: list[str]) -> None:
     if not notes.get("slots"):
         return
     tree = "tree" in notes
-    st.markdown(f"**Parallel drafting: {len(notes['slots'])} slots in one pass.** The head read the target's own "
+    st.markdown(f"**Parallel drafting: {len(notes['slots']['top'])} slots in one pass.** The head read the target's own "
                 f"features ({notes.get('entries_fed', 0)} new context entries, written by the last verify pass: no "
                 f"extra target pass) and filled every slot at once: slot 1 from the root character, slots 2 and on "
                 "from mask embeddings. No slot saw the characters drawn in the slots before it. "

@@ -24,25 +24,28 @@ def slot_verdicts(slots: int, accepted: int, checked: bool) -> list[str]:
 def slots_figure(notes: dict, accepted: int, vocab: list[str], checked: bool = True) -> go.Figure:
     """Grouped bars, one group per slot: its top tokens and their probabilities under the head (rank by colour
     and in the legend); above each group the slot's token (chains: the one drawn from its q) and what the
-    target made of it. ``notes``: the drafter's notes (their "slots"), ``accepted``: slots accepted."""
+    target made of it. ``notes``: the drafter's notes (their "slots", by column: dflash.slot_notes),
+    ``accepted``: slots accepted."""
     slots = notes["slots"]
-    names = [f"slot {row['slot']}" for row in slots]
+    names = [f"slot {s + 1}" for s in range(len(slots["top"]))]
+    width = max((len(row) for row in slots["top"]), default=0)
     data = []
-    width = max((len(row["top"]) for row in slots), default=0)
     for rank in range(width):
-        rows = [(names[i], row["top"][rank]) for i, row in enumerate(slots) if rank < len(row["top"])]
-        data.append(bar([n for n, _ in rows], [p for _, (_, p) in rows], f"rank {rank + 1}",
-                        text=[plotly_text(label(vocab, t)) for _, (t, _) in rows], textposition="outside",
+        rows = [(name, t[rank], p[rank]) for name, t, p in zip(names, slots["top"], slots["p"], strict=True)
+                if rank < len(t)]  # fmt: skip
+        data.append(bar([n for n, _, _ in rows], [p for _, _, p in rows], f"rank {rank + 1}",
+                        text=[plotly_text(label(vocab, t)) for _, t, _ in rows], textposition="outside",
                         marker={"color": RANK_COLOURS[rank % len(RANK_COLOURS)]},
                         hovertemplate="%{x}, rank " + str(rank + 1) + ": <b>%{text}</b> p=%{y:.3f}<extra></extra>"))  # fmt: skip
     colours = {"accepted": ACCEPTED, "rejected": REJECTED}
     notes_above = []
-    for name, row, verdict in zip(names, slots, slot_verdicts(len(slots), accepted, checked), strict=True):
-        drawn = f"drew {plotly_text(label(vocab, row['token']))}<br>" if "token" in row else ""
-        notes_above.append({"x": name, "y": 1.12, "yref": "y", "showarrow": False, "text": f"{drawn}<b>{verdict}</b>",
+    drawn = slots.get("token") or [None] * len(names)
+    for name, x, verdict in zip(names, drawn, slot_verdicts(len(names), accepted, checked), strict=True):
+        drew = "" if x is None else f"drew {plotly_text(label(vocab, x))}<br>"
+        notes_above.append({"x": name, "y": 1.12, "yref": "y", "showarrow": False, "text": f"{drew}<b>{verdict}</b>",
                             "font": {"color": colours.get(verdict, GREY)}})  # fmt: skip
     layout = {"barmode": "group", "height": 340, "margin": {"t": 70, "b": 40, "l": 50, "r": 10},
-              "title": {"text": f"{len(slots)} slots filled in one head pass<br><sub>each slot's top "
+              "title": {"text": f"{len(names)} slots filled in one head pass<br><sub>each slot's top "
                                 f"{width} under the head; the target accepted {accepted}</sub>"},
               "yaxis": {"title": {"text": "head probability"}, "range": [0, 1.3]}, "annotations": notes_above,
               "legend": {"orientation": "h"}}  # fmt: skip

@@ -7,13 +7,14 @@ over [the entries committed since the last round (causal; the last is the root's
 rows (slots 2..K: the root row's input plus a learned mask embedding each, seeing every context entry and
 each other)]. The mask rows are scratch after the entries, overwritten next round. Round 0, a window jump and
 a one-token context are EAGLE's: the prefill is the verify pass's own (the engine runs it before the draft), a
-jump drafts nothing that round. The entries' inputs are LeanHead.entries: fc folded into the fusion.
+jump drafts nothing that round. The entries' inputs are LeanHead.entries: fc folded into the fusion; the
+entries before the root only write their keys and values (lean_block's keys_only): nothing reads their outputs.
 
 Exact at every temperature. Slot s's token is drawn from q_s, the head's temperature-scaled distribution for
 that slot, and q_s is Draft.q's row s: token-wise verification accepts x_s with min(1, p_s(x_s)/q_s(x_s)) and
 resamples from the residual, which is lossless for ANY proposal q_s that does not depend on the target. That
 q_s ignores the slots drawn before it (the slots are filled in parallel, not one after another) changes how
-often a slot is accepted, never what comes out. At T = 0 the q rows are one-hot argmaxes: greedy.
+often a slot is accepted, never what comes out. At T = 0 each slot proposes its argmax, q one-hot (None): greedy.
 
 The K slots, each slot's distribution and the accepted prefix are the step page's "parallel slots" panel.
 """
@@ -70,10 +71,12 @@ class BlockCache(HeadCache):
         # None: causal, the entries alone; else the entries causal and blind to the masks, the mask rows seeing
         # every entry and each other
         bias = self.bias(n, T, M) if M else None  # (T + M, P + M)
-        h = lean_block(rows, lean.block, *self.kv, n, bias, lean.config.n_head) if T + M else rows  # (T + M, C)
+        # (T + M - skip, C): the entries before the root only write their keys and values, nothing reads their outputs
+        skip = max(T - 1, 0)
+        h = lean_block(rows, lean.block, *self.kv, n, bias, lean.config.n_head, keys_only=skip) if T + M else rows
         if T:
-            self.n, self.fed, self.last = P, self.fed + T, h[T - 1 : T]
-            out = h[T - 1 :]  # [the root's row | the mask rows]: already side by side, no copy
+            self.n, self.fed, self.last = P, self.fed + T, h[:1]
+            out = h  # [the root's row | the mask rows]
         else:
             out = torch.cat([self.last, h])
         return lean.logits(out), {  # (slots, V)
@@ -141,23 +144,31 @@ class DFlashDrafter(Drafter):
         if ready is None:
             return None
         logits, notes = ready
-        return F.softmax(logits.double(), dim=-1), notes  # probs_from_logits(logits, 1.0), one op fewer
+        return F.softmax(logits, dim=-1, dtype=torch.float64), notes  # probs_from_logits(logits, 1.0), two ops fewer
 
     def draft(self, context, k, temperature, gen):
         ready = self.slots(context, k)
         if ready is None:
             return chain([], notes={"head": self.name, "skipped": SKIPPED})
         probs, notes = ready
-        q = scale_probs(probs, temperature)  # (S, V) what each slot's token is drawn from
-        tokens, rows = draw_rows(q, gen)
-        qx = (
-            [r[x] for r, x in zip(rows, tokens, strict=True)]
-            if rows is not None
-            else q[torch.arange(len(tokens)), tokens].tolist()
-        )
         top = probs.topk(min(TOP, probs.size(-1)), dim=-1)
-        values = top.values.round(decimals=4).tolist()  # rounded in one op, not S * TOP round() calls
-        notes["slots"] = [{"slot": s + 1, "token": x, "q": round(qx[s], 4),
-                           "top": [[t, p] for t, p in zip(ti, tv, strict=True)]}
-                          for s, (x, ti, tv) in enumerate(zip(tokens, top.indices.tolist(), values, strict=True))]  # fmt: skip
+        ranked = top.indices.tolist()  # (S, TOP) each slot's likeliest tokens, best first
+        if temperature == 0:  # each slot's most likely token; q one-hot (None): no draw, no (S, V) rows built
+            tokens, q, qx = [r[0] for r in ranked], None, [1.0] * len(ranked)
+        else:
+            q = scale_probs(probs, temperature)  # (S, V) what each slot's token is drawn from
+            tokens, rows = draw_rows(q, gen)
+            qx = ([r[x] for r, x in zip(rows, tokens, strict=True)] if rows is not None
+                  else q[torch.arange(len(tokens)), tokens].tolist())  # fmt: skip
+        notes["slots"] = slot_notes(ranked, top.values, tokens, qx)
         return Draft(tokens, list(range(-1, len(tokens) - 1)), q, {"head": self.name, **notes})
+
+
+def slot_notes(ranked: list[list[int]], p: torch.Tensor, tokens: list[int] | None = None, qx=None) -> dict:
+    """The step page's "parallel slots" panel, by column (a dict of 8 rows cost a round ~0.02 of a target pass):
+    each slot's top tokens ``ranked`` (S, TOP) and their head probabilities ``p`` (S, >= TOP), and for a chain
+    the token drawn in each slot and its q."""
+    notes = {"top": ranked, "p": p[:, : len(ranked[0])].round(decimals=4).tolist()}  # (S, TOP) each
+    if tokens is not None:
+        notes |= {"token": tokens, "q": [round(x, 4) for x in qx]}
+    return notes

@@ -22,7 +22,7 @@ it does not take Sequoia's fixed shape (--tree-shape; the trait ``shaped`` stays
 
 from specviz.core.sampling import scale_probs
 from specviz.drafters.base import Draft, chain, grow_tree
-from specviz.drafters.dflash import SKIPPED, DFlashDrafter, shared_dflash
+from specviz.drafters.dflash import SKIPPED, TOP, DFlashDrafter, shared_dflash, slot_notes
 
 CHILDREN = 8  # the most children a node is offered (slot d's top tokens); the budget decides how many stay
 
@@ -68,11 +68,9 @@ class DFlashTreeDrafter(DFlashDrafter):
             return [(tok, score * p, (d + 1, score * p)) for tok, p in ranked[d]] if d < len(ranked) else []
 
         tokens, parents, kept = grow_tree(children, (0, 1.0), len(ranked), self.nodes)
-        # the notes' top 4 of each slot: at T = 0 the first 4 of ``top`` (topk sorts), else another topk
-        shown = top if temperature == 0 else probs.topk(min(4, probs.size(-1)), dim=-1)
-        notes["slots"] = [{"slot": s + 1, "top": [[t, round(p, 4)] for t, p in zip(ti[:4], tv[:4], strict=True)]}
-                          for s, (ti, tv) in enumerate(zip(shown.indices.tolist(), shown.values.tolist(),
-                                                           strict=True))]  # fmt: skip
+        # the notes' top TOP of each slot: at T = 0 the first of ``top`` (topk sorts), else another topk
+        shown = top if temperature == 0 else probs.topk(min(TOP, probs.size(-1)), dim=-1)
+        notes["slots"] = slot_notes([r[:TOP] for r in shown.indices.tolist()], shown.values)
         notes["tree"] = [{"token": tok, "parent": par, "depth": d, "score": s}
                          for tok, par, (d, s, _) in zip(tokens, parents, kept, strict=True)]  # fmt: skip
         notes["nodes"] = self.nodes

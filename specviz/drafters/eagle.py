@@ -109,11 +109,11 @@ class LeanHead:
         fuse, table = self._fold
         return fuse(torch.cat(list(feats), dim=-1)) + table[tokens]  # (T, F C) -> (T, C)
 
-    def step(self, g: torch.Tensor, tokens: list[int], kv: tuple, at: int, bias=None) -> torch.Tensor:
+    def step(self, g: torch.Tensor, tokens: list[int], kv: tuple, at: int, bias=None, keys_only=0) -> torch.Tensor:
         """One head pass: entries reading (g (T, C), tokens) written into kv at at..at+T-1, attending
-        as lean_block does. -> (T, C) their output states"""
+        as lean_block does (the first ``keys_only`` only written). -> (T - keys_only, C) their output states"""
         x = self.fc(torch.cat([g, self.wte[tokens]], dim=-1))  # (T, C)
-        return lean_block(x, self.block, *kv, at, bias, self.config.n_head)
+        return lean_block(x, self.block, *kv, at, bias, self.config.n_head, keys_only=keys_only)
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(h, (h.size(-1),), *self.ln_f) @ self.lm_head_t  # (..., V)
@@ -146,10 +146,10 @@ class HeadCache:
         c = self.lean.config  # the head's own block: its heads, the target's width and dtype
         return tuple(torch.empty(c.n_head, capacity, c.n_embd // c.n_head, dtype=self.target.dtype) for _ in range(2))
 
-    def step(self, g: torch.Tensor, tokens: list[int], at: int, bias=None) -> torch.Tensor:
-        """LeanHead.step on this cache, grown first if entries at..at+T-1 would not fit. -> (T, C)"""
+    def step(self, g: torch.Tensor, tokens: list[int], at: int, bias=None, keys_only=0) -> torch.Tensor:
+        """LeanHead.step on this cache, grown first if entries at..at+T-1 would not fit. -> (T - keys_only, C)"""
         self.fit(at + len(tokens))
-        return self.lean.step(g, tokens, self.kv, at, bias)
+        return self.lean.step(g, tokens, self.kv, at, bias, keys_only)
 
     def fit(self, n: int) -> None:
         """Grow the cache, keeping its entries, if n entries would not fit."""
@@ -190,9 +190,11 @@ class HeadCache:
         T = P - n
         tokens = context[t.start + n + 1 : t.start + P + 1]  # (T,) ends with the root
         g = self.lean.fused(t.features(n, P))  # (T, C) from entries n..P-1
-        h = self.step(g, tokens, n)  # (T, C) causal after the past: lean_block's mode with no mask, the same rows
-        # as with attn_bias(n, causal) (a mask built each round cost a round ~0.05-0.08 of a target pass)
-        self.n, self.fed, self.last = P, self.fed + T, h[-1:]
+        # causal after the past: lean_block's mode with no mask, the same rows as with attn_bias(n, causal) (a mask
+        # built each round cost a round ~0.05-0.08 of a target pass); only the root's output drafts, so the
+        # entries before it only write their keys and values
+        self.last = self.step(g, tokens, n, keys_only=T - 1)  # (1, C)
+        self.n, self.fed = P, self.fed + T
         first = max(0, T - FEATURE_ROWS)
         notes = {"entries_fed": T, "entries_cached": P, "reprefill": moved, "layers": list(self.head.config.layers),
                  "width": g.size(-1),

@@ -58,24 +58,31 @@ def block_weights(b) -> tuple:
 
 
 def lean_block(x: torch.Tensor, w: tuple, K: torch.Tensor, V: torch.Tensor, P: int, bias, n_head: int,
-               out: torch.Tensor | None = None) -> torch.Tensor:  # fmt: skip
+               out: torch.Tensor | None = None, keys_only: int = 0) -> torch.Tensor:  # fmt: skip
     """One GPT Block over x (T, C), without nn.Module calls: its keys and values are written into
     K, V (nh, capacity, hs) at entries P..P+T-1, and it attends to entries 0..P+T-1 as ``bias``
     (attn_bias, (T, P+T)) allows; None: causal (a prefill, a chain after the cache, one token).
-    ``out`` (T, C): where to write the result (a feature buffer's rows), instead of a new tensor.
-    -> (T, C) the residual stream after the block"""
+    ``out``: where to write the result (a feature buffer's rows), instead of a new tensor.
+    ``keys_only``: the first rows stop after attention, for a one-block head whose output at them nobody
+    reads (its context entries before the root): their keys and values are written, their projection and MLP
+    (3/4 of a row's work) skipped. -> (T - keys_only, C) the residual stream after the block"""
+    if keys_only:
+        return block_with(x, w, lambda qkv: attend(qkv, K, V, P, bias, n_head)[keys_only:], out)
     return block_with(x, w, lambda qkv: attend(qkv, K, V, P, bias, n_head), out)
 
 
 def block_with(x: torch.Tensor, w: tuple, attention, out: torch.Tensor | None = None) -> torch.Tensor:
-    """``lean_block`` with its attention given: ``attention`` (T, 3C) -> (T, C) takes the rows' queries, keys
-    and values (one cache's: lean_block; several sequences', each to its own cache: specviz/kernels/batched.py).
-    Every other step is row by row. -> (T, C)"""
+    """``lean_block`` with its attention given: ``attention`` (T, 3C) -> (R, C) takes the rows' queries, keys
+    and values (one cache's: lean_block; several sequences', each to its own cache: specviz/kernels/batched.py)
+    and returns the last R rows' (R = T but for lean_block's keys_only). Every other step is row by row.
+    -> (R, C)"""
     ln1_w, ln1_b, c_attn, attn_proj, ln2_w, ln2_b, c_fc, mlp_proj = w
     C = x.size(1)
-    y = attention(c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b)))  # (T, C)
+    y = attention(c_attn(F.layer_norm(x, (C,), ln1_w, ln1_b)))  # (R, C)
+    if y.size(0) < x.size(0):  # lean_block's keys_only rows: their residual stream ends here
+        x = x[x.size(0) - y.size(0) :]
     x = x + attn_proj(y)
-    h = F.gelu(c_fc(F.layer_norm(x, (C,), ln2_w, ln2_b)))  # (T, 4C)
+    h = F.gelu(c_fc(F.layer_norm(x, (C,), ln2_w, ln2_b)))  # (R, 4C)
     return torch.add(x, mlp_proj(h), out=out)
 
 

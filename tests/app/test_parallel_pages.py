@@ -13,6 +13,6 @@ def test_step_page_shows_the_slots_filled_in_one_pass(drafter):
     r = at.session_state["run"].current
     slots = next(s for s in chart_specs(at) if s["layout"]["title"]["text"].startswith("5 slots filled in one"))
     first = next(d for d in slots["data"] if d["name"] == "rank 1")
-    assert first["y"] == [row["top"][0][1] for row in r.draft_notes["slots"]]
+    assert first["y"] == [p[0] for p in r.draft_notes["slots"]["p"]]
     verdicts = [a["text"] for a in slots["layout"]["annotations"]]
     assert len(verdicts) == 5 and sum("<b>accepted</b>" in v for v in verdicts) == len(r.accepted_path)

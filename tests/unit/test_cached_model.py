@@ -13,7 +13,7 @@ from specviz.core.settings import Settings
 from specviz.drafters.base import tree_mask
 from specviz.kernels import native
 from specviz.kernels.attention import attn_bias, causal_bias
-from specviz.kernels.cached_model import CachedModel, lean_weights
+from specviz.kernels.cached_model import CachedModel, lean_block, lean_weights
 
 TEXT = "ROMEO:\nBut soft, what light through yonder window breaks?\nIt is the east, and Juliet is the sun.\n"
 TOL = {torch.float64: 1e-10, torch.float32: 1e-5}
@@ -49,6 +49,29 @@ def test_prefill_then_one_token_then_a_chain(ckpt):
     chain = [ids[-1], 5, 17, 42, 1]
     got = lean.forward(chain, list(range(P, P + 5)))  # (5, V): causal among the new tokens
     assert close(got, reference(ckpt, chain, list(range(P, P + 5)), past)[0])
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["causal", "bias"])
+def test_keys_only_rows_write_the_same_cache_and_leave_the_rest_unchanged(ckpt, masked):
+    """lean_block(keys_only=j): the first j rows write their keys and values, and the rows after come out bit for
+    bit as in the whole block (a head's entries before its root: specviz/drafters/dflash.py, eagle.py)."""
+    torch.manual_seed(0)
+    lean = lean_weights(ckpt.model)
+    w, C, nh, dtype = lean.layers[0], ckpt.config.n_embd, ckpt.config.n_head, lean.wte.dtype
+    P, T = 5, 7
+    x = torch.randn(T, C, dtype=dtype)
+    new = torch.ones(T, T, dtype=torch.bool).tril()
+    new[4:, 4:] = True  # the last 3 rows see each other, as a block's mask rows do
+    bias = attn_bias(P, new, dtype) if masked else None
+    caches = []
+    for j in (0, 3, 6):
+        K, V = (torch.randn(nh, 16, C // nh, dtype=dtype) for _ in range(2))
+        K[:, :P], V[:, :P] = torch.ones(nh, P, C // nh), torch.zeros(nh, P, C // nh)  # the same past for every j
+        caches.append((lean_block(x, w, K, V, P, bias, nh, keys_only=j), K[:, : P + T], V[:, : P + T]))
+    (whole, K0, V0), *rest = caches
+    for j, (h, K, V) in zip((3, 6), rest, strict=True):
+        assert h.shape == (T - j, C) and torch.equal(h, whole[j:]), j
+        assert torch.equal(K, K0) and torch.equal(V, V0), j
 
 
 def test_a_chains_bias_view_is_the_causal_mask_it_stands_for():

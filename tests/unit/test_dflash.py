@@ -92,8 +92,15 @@ def test_q_rows_are_the_slot_distributions_and_k_is_capped(target64):
     assert len(draft.tokens) == 4 and draft.is_chain  # no slot past the head's block
     for s, x in enumerate(draft.tokens):
         assert torch.allclose(draft.q[s], scale_probs(probs[s], 0.7), atol=1e-12) and draft.q[s][x] > 0
-    assert [row["slot"] for row in draft.notes["slots"]] == [1, 2, 3, 4]
+    slots = draft.notes["slots"]
+    assert slots["token"] == draft.tokens and len(slots["top"]) == len(slots["p"]) == 4
+    for s, (ranked, p) in enumerate(zip(slots["top"], slots["p"], strict=True)):  # each slot's top, best first
+        assert ranked == probs[s].topk(4).indices.tolist() and p == sorted(p, reverse=True)
+        assert p[0] == round(float(probs[s].max()), 4) and slots["q"][s] == round(float(draft.q[s][draft.tokens[s]]), 4)
     assert len(drafter.draft(context, 2, 0.7, torch.Generator()).tokens) == 2
+    greedy = drafter.draft(context, 8, 0.0, torch.Generator())  # each slot's argmax, one-hot q (None)
+    assert greedy.q is None and greedy.tokens == probs.argmax(-1).tolist() == greedy.notes["slots"]["token"]
+    assert greedy.notes["slots"]["q"] == [1.0] * 4
 
 
 @torch.no_grad()
@@ -217,7 +224,7 @@ def test_the_slots_panel_chart_from_a_real_round(target, tiny):
         for r in drafted:
             fig = slots_figure(r.draft_notes, len(r.accepted_path), target.tokenizer.chars)
             go.Figure(fig.to_dict())  # valid plotly
-            n = len(r.draft_notes["slots"])  # 6, or fewer where the run had less room left
+            n = len(r.draft_notes["slots"]["top"])  # 6, or fewer where the run had less room left
             assert 1 <= n <= 6 and [a["x"] for a in fig.layout.annotations] == [f"slot {i + 1}" for i in range(n)]
             verdicts = [a["text"].split("<b>")[1].removesuffix("</b>") for a in fig.layout.annotations]
             assert verdicts == slot_verdicts(n, len(r.accepted_path), True)

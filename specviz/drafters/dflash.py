@@ -121,9 +121,8 @@ class DFlashDrafter(Drafter):
     panels = ("parallel slots",)
     stateful = True  # bound to one generation's target cache
     max_depth = SLOTS
-    # In target forward units: one head pass per round whatever K (the call), a draw and a note per slot. Alone
-    # the pass and the draws cost ~0.35 + 0.03 K; in real rounds, after the target's pass has emptied the caches,
-    # about twice that (docs/notes/parallel.md).
+    # In target forward units: one head pass per round whatever K (the call), a draw and a note per slot. Adaptive
+    # K's priors, set above what a real round measures (~0.45-0.55 in all at K <= 8: docs/notes/parallel.md).
     call_cost = 0.7
     draft_cost = 0.03
 

@@ -40,8 +40,9 @@ def slots_figure(notes: dict, accepted: int, vocab: list[str], checked: bool = T
     colours = {"accepted": ACCEPTED, "rejected": REJECTED}
     notes_above = []
     drawn = slots.get("token") or [None] * len(names)
+    verb = "drew" if slots.get("drawn", True) else "took"  # at T = 0 a chain's slot takes its top-1
     for name, x, verdict in zip(names, drawn, slot_verdicts(len(names), accepted, checked), strict=True):
-        drew = "" if x is None else f"drew {plotly_text(label(vocab, x))}<br>"
+        drew = "" if x is None else f"{verb} {plotly_text(label(vocab, x))}<br>"
         notes_above.append({"x": name, "y": 1.12, "yref": "y", "showarrow": False, "text": f"{drew}<b>{verdict}</b>",
                             "font": {"color": colours.get(verdict, GREY)}})  # fmt: skip
     layout = {"barmode": "group", "height": 340, "margin": {"t": 70, "b": 40, "l": 50, "r": 10},

@@ -228,6 +228,12 @@ def test_the_slots_panel_chart_from_a_real_round(target, tiny):
             assert 1 <= n <= 6 and [a["x"] for a in fig.layout.annotations] == [f"slot {i + 1}" for i in range(n)]
             verdicts = [a["text"].split("<b>")[1].removesuffix("</b>") for a in fig.layout.annotations]
             assert verdicts == slot_verdicts(n, len(r.accepted_path), True)
+    for T, verb in ((0.0, "took"), (0.8, "drew")):  # a chain's slots: their top-1 at T = 0, drawn above it
+        s = Settings(drafter="dflash", k=4, temperature=T, max_new_tokens=12, seed=1)
+        r = next(r for r in Generation(target, target.tokenizer.encode(TEXT), s, tiny.model).run().rounds
+                 if r.draft_notes.get("slots"))  # fmt: skip
+        fig = slots_figure(r.draft_notes, len(r.accepted_path), target.tokenizer.chars)
+        assert all(a["text"].startswith(f"{verb} ") for a in fig.layout.annotations), T
     assert slot_verdicts(4, 2, True) == ["accepted", "accepted", "rejected", "not checked"]
     assert slot_verdicts(2, 2, True) == ["accepted", "accepted"]
 

@@ -159,15 +159,16 @@ class DFlashDrafter(Drafter):
             tokens, rows = draw_rows(q, gen)
             qx = ([r[x] for r, x in zip(rows, tokens, strict=True)] if rows is not None
                   else q[torch.arange(len(tokens)), tokens].tolist())  # fmt: skip
-        notes["slots"] = slot_notes(ranked, top.values, tokens, qx) | {"drawn": temperature > 0}
+        notes["slots"] = slot_notes(ranked, top.values, tokens, qx, drawn=temperature > 0)
         return Draft(tokens, list(range(-1, len(tokens) - 1)), q, {"head": self.name, **notes})
 
 
-def slot_notes(ranked: list[list[int]], p: torch.Tensor, tokens: list[int] | None = None, qx=None) -> dict:
+def slot_notes(ranked: list[list[int]], p: torch.Tensor, tokens: list[int] | None = None, qx=None,
+               drawn: bool = True) -> dict:  # fmt: skip
     """The step page's "parallel slots" panel, by column (a dict of 8 rows cost a round ~0.02 of a target pass):
-    each slot's top tokens ``ranked`` (S, TOP) and their head probabilities ``p`` (S, >= TOP), and for a chain
-    the token drawn in each slot (the chain adds whether it was drawn, or each slot's top-1 at T = 0) and its q."""
+    each slot's top tokens ``ranked`` (S, TOP) and their head probabilities ``p`` (S, >= TOP); for a chain, the
+    token each slot proposed, its q, and whether it was drawn (False: each slot's top-1, at T = 0)."""
     notes = {"top": ranked, "p": p[:, : len(ranked[0])].round(decimals=4).tolist()}  # (S, TOP) each
     if tokens is not None:
-        notes |= {"token": tokens, "q": [round(x, 4) for x in qx]}
+        notes |= {"token": tokens, "q": [round(x, 4) for x in qx], "drawn": drawn}
     return notes

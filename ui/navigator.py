@@ -36,8 +36,10 @@ def _act(action: str) -> None:
         st.session_state.engine_error = str(e)
 
 
-def _toggle_play() -> None:
-    st.session_state.playing = not st.session_state.get("playing", False)
+def _set_play(on: bool) -> None:
+    """Play or Pause sets the state its label showed, never flips it: a click handled twice (a fragment's timer
+    rerun racing the click) must not undo a Pause."""
+    st.session_state.playing = on
 
 
 def navigator(session: Session, view, compact: bool = False) -> None:
@@ -102,7 +104,8 @@ def controls(session: Session, playing: bool, speed: bool = True) -> None:
     row.button(
         "Pause" if playing else "Play",
         icon=":material/pause:" if playing else ":material/play_arrow:",
-        on_click=_toggle_play,
+        on_click=_set_play,
+        args=(not playing,),
         key="nav_play",
         shortcut="P",
         disabled=session.at_end,

@@ -9,6 +9,16 @@ def run_of(at):
     return at.session_state["run"]
 
 
+def test_play_and_pause_set_the_state_their_label_shows():
+    """Play starts autoplay and the button then reads Pause; Pause stops it and the button reads Play again."""
+    at = open_page("pages/step.py", {"k": "3", "max_new_tokens": "40"})
+    assert at.button(key="nav_play").label == "Play" and not at.session_state["run"].rounds
+    click(at, "nav_play")
+    assert at.session_state["playing"] is True and at.button(key="nav_play").label == "Pause"
+    click(at, "nav_play")
+    assert at.session_state["playing"] is False and at.button(key="nav_play").label == "Play"
+
+
 def test_next_previous_reset_scrub_and_end():
     at = open_page("pages/step.py", {"k": "3", "max_new_tokens": "40"})
     for _ in range(3):

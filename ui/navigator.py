@@ -37,8 +37,8 @@ def _act(action: str) -> None:
 
 
 def _set_play(on: bool) -> None:
-    """Play or Pause sets the state its label showed, never flips it: a click handled twice (a fragment's timer
-    rerun racing the click) must not undo a Pause."""
+    """Play or Pause sets the state its label showed, never flips it, so a click handled twice cannot undo a
+    Pause (a suspected race with the fragment's timer rerun, not confirmed)."""
     st.session_state.playing = on
 
 

@@ -5,11 +5,12 @@ free; as B grows the pass over B (K + 1) rows becomes bound by arithmetic, the e
 weigh, and speculation stops paying. The batch size where a drafter's speedup falls below 1 is its
 crossover (``crossover``).
 
-The runs are interleaved as the main bench's are (specviz/bench/runner.py): for each repeat, for each
-batch size, every configuration runs once, in a shuffled order (seeded); a configuration's speedup in a
-repeat is plain decoding's time at that batch size over its own, and the row reports the median over
-repeats. Plain decoding also runs a second time in each block, shuffled in with the rest (an A/A pair, as the
-main bench's): its row's ``aa_speedup`` is what noise alone gives a ratio at that batch size. Sequence i of a
+The runs are interleaved round by round (``interleaved``): for each repeat, for each batch size, every
+configuration's batch is made, then each round every batch not yet done runs one of its rounds, in a shuffled
+order (seeded), and each is timed in its own rounds only; a configuration's speedup in a repeat is plain
+decoding's time at that batch size over its own, and the row reports the median over repeats. Plain decoding
+also runs a second time in each repeat, interleaved with the rest (an A/A pair, as the main bench's): its row's
+``aa_speedup`` is what noise alone gives a ratio at that batch size. Sequence i of a
 batch decodes prompt i of the presets (cycled) with seed + i. On one thread a run is timed in the thread's
 CPU time, not wall time (adaptive/load.py ``clock``): on a machine shared with other jobs, wall time counts
 their slices of the core too, and the rows' version says which clock timed them. Rows are BenchRows of
@@ -147,10 +148,16 @@ def measure_load(target, batches=LOAD_BATCHES, rows=ROWS, repeats: int = 3, seed
 def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None, waves: int = 1) -> dict:
     """One timed batch of B slots serving ``waves`` x B requests of n tokens: as a sequence is done, the next
     request takes its place (continuous batching), so a sequence that finishes early frees its slot for more
-    work, as on a server; the last wave drains. The generations, their drafters and their prompts' caches are
-    made before the clock starts: decoding is what batching and speculation change, and a prompt's prefill,
-    the same for every configuration, would only dilute the ratios (a window jump's re-prefill, inside the
-    decoding, is timed)."""
+    work, as on a server; the last wave drains. Timed alone: ``interleaved`` times several such batches round by
+    round."""
+    return interleaved([served(target, tiny, prompts, config, B, T, n, seed, load, waves)])[0]
+
+
+def served(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None, waves: int = 1) -> tuple:
+    """A batch_run's batch and its queue, ready to run. The generations, their drafters and their prompts' caches
+    are made here, before the clock starts: decoding is what batching and speculation change, and a prompt's
+    prefill, the same for every configuration, would only dilute the ratios (a window jump's re-prefill, inside
+    the decoding, is timed)."""
     drafter, k, auto = config
     draft_model = tiny.model if tiny is not None and "draft_model" in drafter_class(drafter).needs else None
     base = load.base if load is not None else REFERENCE
@@ -159,17 +166,37 @@ def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | No
     for g in gens:
         g.target.sync(g.tokens)
     batch = Batch(gens[:B], load if auto else None)
-    batch.clock = now = clock()
+    batch.clock = clock()
+    return batch, gens[B:]
+
+
+def interleaved(runs: list[tuple], order: random.Random | None = None) -> list[dict]:
+    """Run ``served`` batches round by round: each round, every batch not yet done runs one (``order``
+    shuffles them, each round), and each is timed in its own rounds only. So every configuration meets the
+    machine as it is within milliseconds of the others, where one batch after another meets it seconds apart
+    (a shared machine's speed drifts by tens of percent over seconds; docs/notes/batch.md). -> one batch_run
+    dict per batch"""
     quiet_heap()
-    t0 = now()
-    traces = batch.run(gens[B:])
-    seconds = now() - t0
-    sums = [t.summary() for t in traces]
-    total = lambda key: sum(s[key] for s in sums)  # noqa: E731
-    return {"seconds": seconds, "tokens": sum(len(t.tokens) for t in traces), "rounds": total("target_forwards"),
-            "passes": batch.passes, "rows": sum(batch.rows) - batch.prefilled, "tried": total("tried"), "accepted": total("accepted"),
-            "busy_s": batch.busy[0], "busy_tokens": batch.busy[1], "pass_s": batch.pass_s, "draft_s": sum(r.draft_s for t in traces for r in t.rounds),
-            "accept_s": sum(r.accept_s for t in traces for r in t.rounds), "outputs": [t.tokens for t in traces]}  # fmt: skip
+    live = list(runs)
+    while live:
+        for batch, queue in order.sample(live, len(live)) if order else live:
+            batch.admit(queue)
+            batch.step()
+        live = [(b, q) for b, q in live if q or not b.done]
+    out = []
+    for batch, queue in runs:
+        batch.admit(queue)  # sets ``busy`` where every pass ran full
+        traces = [g.trace for g in batch.generations]
+        sums = [t.summary() for t in traces]
+        total = lambda key, sums=sums: sum(s[key] for s in sums)  # noqa: E731
+        out.append({"seconds": batch.elapsed, "tokens": sum(len(t.tokens) for t in traces),
+                    "rounds": total("target_forwards"), "passes": batch.passes, "rows": sum(batch.rows) - batch.prefilled,
+                    "tried": total("tried"), "accepted": total("accepted"), "busy_s": batch.busy[0],
+                    "busy_tokens": batch.busy[1], "pass_s": batch.pass_s,
+                    "draft_s": sum(r.draft_s for t in traces for r in t.rounds),
+                    "accept_s": sum(r.accept_s for t in traces for r in t.rounds),
+                    "outputs": [t.tokens for t in traces]})  # fmt: skip
+    return out
 
 
 def drafting_costs(target, tiny, drafters, T: float, seed: int = 0) -> dict:
@@ -213,14 +240,15 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
     try:
         for _ in range(repeats):
             for B in batches:
-                # every configuration, and plain decoding a second time (the A/A pair), in a shuffled order
-                for c in order.sample([*configs, AGAIN], len(configs) + 1):
-                    out = again.setdefault(B, []) if c == AGAIN else runs.setdefault((B, c), [])
-                    out.append(batch_run(target, tiny, prompts, configs[0] if c == AGAIN else c, B, temperature,
-                                         max_new_tokens, seed, load, waves))  # fmt: skip
-                    done += 1
-                    if progress:
-                        progress(done, total)
+                # every configuration, and plain decoding a second time (the A/A pair), round by round
+                made = [served(target, tiny, prompts, configs[0] if c == AGAIN else c, B, temperature,
+                               max_new_tokens, seed, load, waves) for c in [*configs, AGAIN]]  # fmt: skip
+                for c, out in zip([*configs, AGAIN], interleaved(made, order), strict=True):
+                    (again.setdefault(B, []) if c == AGAIN else runs.setdefault((B, c), [])).append(out)
+                del made
+                done += len(configs) + 1
+                if progress:
+                    progress(done, total)
     finally:
         gc.unfreeze()
     timed = "thread CPU time" if clock() is time.thread_time else "wall time"

@@ -72,7 +72,9 @@ class Batch:
         self.pass_s = 0.0  # seconds in the target passes, by ``clock``
         self.clock = time.perf_counter  # wall time; a bench on one thread may time CPU instead (adaptive/load.py clock)
         self.prefilled = 0  # rows of context the passes prefilled (the prompts', the window jumps')
-        self.busy: tuple[float, int] | None = None  # run(): (seconds, tokens) while every slot had a sequence
+        self.elapsed = 0.0  # seconds in its own rounds (``step``), by ``clock``: a bench may interleave batches
+        self.slots = len(generations)  # sequences decoded together while requests wait (``admit``)
+        self.busy: tuple[float, int] | None = None  # (seconds, tokens) while every slot had a sequence (``admit``)
 
     @classmethod
     def of(cls, target: Checkpoint, requests: list[tuple[list[int], Settings]], draft_model=None) -> "Batch":
@@ -86,13 +88,17 @@ class Batch:
     def step(self) -> list[RoundRecord | None]:
         """One round of every sequence not yet done, with one target pass. -> each sequence's round
         (None for one that was done)"""
+        t0 = self.clock()
         live = [g for g in self.generations if not g.done]
         if not live:
             raise RuntimeError("the batch is complete")
         if self.load is not None:
+            prices = {}  # drafter -> its price in a batch of this size: the same for each of its sequences
             for g in live:
                 if g.adaptive is not None and not g.never_drafts:
-                    g.adaptive.price_for(*self.load.price(len(live), g.settings.drafter))
+                    d = g.settings.drafter
+                    price = prices[d] if d in prices else prices.setdefault(d, self.load.price(len(live), d))
+                    g.adaptive.price_for(*price)
         drafted = [g.begin() for g in live]
         passes = [(d.vp.tokens, d.vp.positions, d.vp.mask) for d in drafted]
         t1 = self.clock()
@@ -103,28 +109,30 @@ class Batch:
         self.rows.append(sum(len(p[0]) for p in passes))
         self.prefilled += sum(d.vp.prefix for d in drafted)
         records = {id(g): g.finish(d, lg, t2 - t1) for g, d, lg in zip(live, drafted, logits, strict=True)}
+        self.elapsed += self.clock() - t0
         return [records.get(id(g)) for g in self.generations]
 
     def run(self, waiting: list[Generation] = ()) -> list[Trace]:
         """Decode until every sequence is done. ``waiting``: requests that take a sequence's place as soon as
         it is done (continuous batching, as a server keeps its slots busy), so the batch stays this many sequences
-        until the queue is empty. ``busy`` is then (seconds, tokens) up to the first round a slot sat idle:
-        the part of the run at this batch size, a server's steady state (after it, the last requests drain in
-        passes the batch no longer fills). -> every generation's trace, in the order admitted."""
-        queue, slots = list(waiting), len(self.generations)
-        t0, self.busy = self.clock(), None
+        until the queue is empty; ``busy`` is then set (``admit``). -> every generation's trace, in the order
+        admitted."""
+        queue = list(waiting)
         while queue or not self.done:
-            free = slots - sum(not g.done for g in self.generations)
-            admitted = queue[:free]
-            self.generations += admitted
-            del queue[:free]
-            if self.busy is None and len(admitted) < free:
-                self.busy = self._so_far(t0)  # a slot has no request left: the batch is below its size from here
+            self.admit(queue)
             self.step()
-        if self.busy is None:  # every pass ran full (every sequence finished in the same round)
-            self.busy = self._so_far(t0)
+        self.admit(queue)
         return [g.trace for g in self.generations]
 
-    def _so_far(self, t0: float) -> tuple[float, int]:
-        """(seconds since t0 by ``clock``, tokens emitted so far by every sequence)"""
-        return self.clock() - t0, sum(len(r.emitted) for g in self.generations for r in g.trace.rounds)
+    def admit(self, queue: list[Generation]) -> None:
+        """Before a round: move requests from ``queue`` into the slots of sequences that are done. The first
+        time a slot finds none left, ``busy`` = (seconds in the rounds so far, tokens emitted so far): the part
+        of the run at this batch size, a server's steady state (after it, the last requests drain in passes the
+        batch no longer fills). Called once the batch is done, it sets ``busy`` if no slot ever sat idle."""
+        free = self.slots - sum(not g.done for g in self.generations)
+        admitted = queue[:free]
+        self.generations += admitted
+        del queue[:free]
+        if self.busy is None and len(admitted) < free:
+            tokens = sum(len(r.emitted) for g in self.generations for r in g.trace.rounds)
+            self.busy = self.elapsed, tokens

@@ -4,11 +4,12 @@ figures; the CLI's --batch. No timing is asserted: speed is what the bench repor
 
 import itertools
 import math
+import random
 
 import plotly.graph_objects as go
 import pytest
 
-from specviz.bench.batch import WAVES, batch_table, crossover, run_batch_bench
+from specviz.bench.batch import WAVES, batch_run, batch_table, crossover, interleaved, run_batch_bench, served
 from specviz.bench.roofline import (
     NEVER_PAID,
     Roofline,
@@ -87,6 +88,33 @@ def test_the_bench_rows(target, tiny):
     assert b1.count("trigram") == 1 and "trigram 0.5" not in b1  # the fixed-K row's passes, not adaptive K's
     assert lines[0].startswith("roofline: peak 100.0 Gflop/s") and sum("crossover predicted" in x for x in lines) == 2
     assert sum("predicted passes only / with CPU / measured: B=1 " in x for x in lines) == 2
+
+
+def test_interleaved_batches_are_each_charged_their_own_rounds(target, tiny):
+    """Batches run round by round share one clock; each is charged only the time inside its own rounds. A fake
+    clock that moves only in a pass, by a step set per batch, makes that exact; and interleaving changes no
+    output (each batch decodes what it decodes alone)."""
+    prompts = [target.tokenizer.encode(t) for t in ("ROMEO:\nBut soft", "First Citizen:\nWe are")]
+    configs = [(BASELINE, 4, False), ("trigram", 3, False), (BASELINE, 4, False)]
+    made = [served(target, tiny, prompts, c, 2, 0.0, 7, 0, None, 2) for c in configs]
+    now = [0.0]
+    for (batch, _), step in zip(made, (3.0, 7.0, 11.0), strict=True):
+        batch.clock = lambda: now[0]
+        forward = batch.forward
+
+        def ticking(targets, passes, forward=forward, step=step):
+            now[0] += step
+            return forward(targets, passes)
+
+        batch.forward = ticking
+    runs = interleaved(made, random.Random(0))
+    for (batch, _), run, step, c in zip(made, runs, (3.0, 7.0, 11.0), configs, strict=True):
+        assert run["seconds"] == step * batch.passes and run["pass_s"] == run["seconds"]
+        busy_passes = run["busy_s"] / step  # the rounds up to the first slot left idle, each charged its step
+        assert busy_passes == int(busy_passes) and 0 < busy_passes <= batch.passes
+        assert run["outputs"] == batch_run(target, tiny, prompts, c, 2, 0.0, 7, 0, None, 2)["outputs"]
+    assert runs[1]["passes"] < runs[0]["passes"] == runs[2]["passes"]  # the trigram drafted: fewer passes
+    assert runs[0]["busy_s"] == runs[0]["seconds"]  # plain decoding's sequences all finish in the same round
 
 
 def test_the_charts_are_valid_plotly():

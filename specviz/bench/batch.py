@@ -153,7 +153,8 @@ def batch_run(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | No
     return interleaved([served(target, tiny, prompts, config, B, T, n, seed, load, waves)])[0]
 
 
-def served(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None, waves: int = 1) -> tuple:
+def served(target, tiny, prompts, config, B, T, n, seed, load: LoadCosts | None = None,
+           waves: int = 1) -> tuple[Batch, list[Generation]]:  # fmt: skip
     """A batch_run's batch and its queue, ready to run. The generations, their drafters and their prompts' caches
     are made here, before the clock starts: decoding is what batching and speculation change, and a prompt's
     prefill, the same for every configuration, would only dilute the ratios (a window jump's re-prefill, inside
@@ -245,7 +246,7 @@ def run_batch_bench(target: Checkpoint, tiny: Checkpoint | None, batches=BATCHES
                                max_new_tokens, seed, load, waves) for c in [*configs, AGAIN]]  # fmt: skip
                 for c, out in zip([*configs, AGAIN], interleaved(made, order), strict=True):
                     (again.setdefault(B, []) if c == AGAIN else runs.setdefault((B, c), [])).append(out)
-                del made
+                del made  # before the next batch size's are made: one set of caches held at a time
                 done += len(configs) + 1
                 if progress:
                     progress(done, total)

@@ -97,8 +97,9 @@ class Batch:
             for g in live:
                 if g.adaptive is not None and not g.never_drafts:
                     d = g.settings.drafter
-                    price = prices[d] if d in prices else prices.setdefault(d, self.load.price(len(live), d))
-                    g.adaptive.price_for(*price)
+                    if d not in prices:
+                        prices[d] = self.load.price(len(live), d)
+                    g.adaptive.price_for(*prices[d])
         drafted = [g.begin() for g in live]
         passes = [(d.vp.tokens, d.vp.positions, d.vp.mask) for d in drafted]
         t1 = self.clock()

@@ -5,7 +5,8 @@ run's numbers. Every number comes from specviz/ (teaching/load.py, bench/rooflin
 
 import streamlit as st
 
-from specviz.adaptive.load import MARGIN_FROM, MIN_GAIN_LOADED, kept
+from specviz.adaptive.load import DECAY_LOADED, LOADED_FROM, kept, memory
+from specviz.adaptive.policy import DECAY
 from specviz.bench.batch import DRAFTERS
 from specviz.bench.roofline import roofline
 from specviz.charts.batch import crossover_figure, roofline_figure
@@ -85,9 +86,11 @@ def render() -> None:
            "the CPU its own round costs beside it)" if measured else
            "this machine's roofline (the pass only: run the batch bench to measure the rounds themselves)")  # fmt: skip
     st.caption(md(f"For {drafter} at the stored run's acceptance rate α = {alpha:.2f}, priced on {how}, with "
-                  f"the drafting each sequence does on its own. In a batch of {MARGIN_FROM} or more a draft must promise {MIN_GAIN_LOADED:.2f}× "
-                  f"plain decoding's tokens per unit of time, where alone or in a smaller batch {MIN_GAIN:.2f}× will "
-                  "do: under heavy load the gains are thin, and what the prices leave out eats them."))  # fmt: skip
+                  f"the drafting each sequence does on its own: a draft must promise {MIN_GAIN:.2f}× plain decoding's "
+                  f"tokens per unit of time. In a batch of {LOADED_FROM} or more, a sequence running adaptive K "
+                  f"estimates α over about its last {memory(DECAY_LOADED)} rounds, not {memory(DECAY)}: there the "
+                  "price sits near a drafter's usual α, and a short memory would draft whenever its estimate ran "
+                  "high by chance."))  # fmt: skip
 
     st.subheader("So why does it get slower?")
     st.markdown(md(load.closing(rows)) if rows else "Run the batch bench to see the answer in this machine's numbers.")

@@ -25,14 +25,16 @@ A roofline (specviz/bench/roofline.py) can stand in for m: it gives only the pas
 lone curve, v_B(N) = v(N) [t(B N, B) / t(B, B)] / [t(N, 1) / t(1, 1)], and it leaves out the CPU beside the
 pass (why adaptive K kept drafting where it did not pay: docs/notes/batch.md).
 
-In a batch of ``MARGIN_FROM`` or more, a draft must also promise ``MIN_GAIN_LOADED`` times plain decoding's
-tokens per unit of time, not MIN_GAIN's 5%: there the priced gains are thin (a drafted row costs a sequence's
-share of the pass), and two things the prices leave out eat them. A sequence drafts when its acceptance
-estimate crosses the price, so where the price sits high the rounds that draft are those whose estimate ran
-high, and they accept less than it said (a winner's curse); and a drafting round slows the rounds around it
-beyond its price. The margin is a measured allowance for both, not a derivation. Below B = 8 the estimate
-showed no such shortfall, and the wider margin only gave up drafts that paid (docs/notes/batch.md, sessions 8
-and 10).
+In a batch of ``LOADED_FROM`` or more, a sequence's acceptance estimate remembers more of its past: its
+successes and trials decay by ``DECAY_LOADED`` a round, not the lone DECAY (specviz/adaptive/policy.py). There
+the priced gains are thin (a drafted row costs a sequence's share of the pass), so the price sits near the
+acceptance a drafter typically has. An estimate of about 10 rounds wanders across that price by chance: a
+sequence then drafts in the rounds where its estimate ran high, which accept less than it said (a winner's
+curse), and idles where drafting would have paid. An estimate over about 100 rounds sits near the drafter's
+true acceptance, and a sequence drafts, or not, round after round. (A wider margin on the gain, 1.15, was the
+remedy before: it cut the drafts that paid with those that did not; docs/notes/batch.md, session 15.) Below
+B = 8 the prices are far from the typical acceptance, and the lone estimate's quick following of the text
+pays.
 
 At B = 1 every price is the lone sequence's, so a lone run (and a batch of one) chooses what it chose
 before. Adaptive K then chooses K per round as always, down to K = 0 where no draft pays the price
@@ -53,13 +55,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from specviz.adaptive.costs import N_MAX, CostCurve, curve_key
-from specviz.core.choice import MIN_GAIN
+from specviz.adaptive.policy import DECAY
 from specviz.core.diskcache import cache_dir, digest, files_digest, kept_or_made
 
 BATCHES = (1, 2, 4, 8, 16, 32, 64)  # batch sizes measure_load times
 ROWS = (1, 2, 3, 4, 5, 7, 9, 13)  # rows a sequence sends: K = 0 .. 12 chains, between which v is a line
-MIN_GAIN_LOADED = 1.15  # a draft in a batch of B >= MARGIN_FROM must promise this times K = 0's rate (the docstring)
-MARGIN_FROM = 8  # ... below it, MIN_GAIN as alone
+DECAY_LOADED = 0.99  # the past's weight per round in a batch of B >= LOADED_FROM: about 100 rounds (the docstring)
+LOADED_FROM = 8  # ... below it, DECAY as alone
 CONTEXT = 100  # prompt tokens a measured sequence starts from (a repeat adds ~50-80: about the bench's ~150)
 CACHE = cache_dir("load")
 _PKG = Path(__file__).resolve().parents[1]
@@ -161,7 +163,7 @@ class Price(NamedTuple):
     curve: CostCurve  # v_B(N): a round sending N rows, over a plain one, in this batch
     scale: float  # a drafted token's price over its price alone
     drafting: "Drafting | None"  # drafting as measured on this CPU, or None: the drafter's declared costs
-    min_gain: float  # what a draft must promise over K = 0's rate
+    decay: float  # the weight of the acceptance estimate's past per round
 
 
 @dataclass(frozen=True)
@@ -215,21 +217,21 @@ class LoadCosts:
         if (d := self.drafting.get(drafter)) is not None:
             parts.append(f"drafting here {d.per_token:.3f} a token, {d.per_call:.3f} a round")
         parts.append(
-            f"a draft in a batch of {MARGIN_FROM} or more must promise {MIN_GAIN_LOADED:.2f}x plain decoding's rate"
+            f"in a batch of {LOADED_FROM} or more, acceptance is estimated over about {memory(DECAY_LOADED)} rounds"
         )
         return "; ".join(parts)
 
     def price(self, B: int, drafter: str) -> Price:
-        """A sequence of ``drafter`` in a batch of B: from B = 2 on its measured drafting, from MARGIN_FROM on the
-        batch's margin, the lone prices at B = 1."""
+        """A sequence of ``drafter`` in a batch of B: from B = 2 on its measured drafting, from LOADED_FROM on the
+        longer memory, the lone prices at B = 1."""
         d = self.drafting.get(drafter) if B > 1 else None
         curve, scale = self.at(B, d)
-        return Price(curve, scale, d, min_gain(B))
+        return Price(curve, scale, d, DECAY_LOADED if B >= LOADED_FROM else DECAY)
 
 
-def min_gain(B: int) -> float:
-    """What a draft must promise over K = 0's rate in a batch of B (the docstring)."""
-    return MIN_GAIN_LOADED if B >= MARGIN_FROM else MIN_GAIN
+def memory(decay: float) -> int:
+    """About how many past rounds an estimate that decays by ``decay`` a round remembers: 1 / (1 - decay)."""
+    return round(1 / (1 - decay))
 
 
 def clock() -> Callable[[], float]:

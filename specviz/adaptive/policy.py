@@ -6,7 +6,8 @@ Measurements and what was tried: docs/notes/adaptive.md.
 The acceptance alpha is estimated from past rounds: each level the target checked is a trial, a
 success if a drafted token there was accepted (a chain's first rejection ends its trials; a tree
 level is a success if any child was). Successes and trials decay by ``DECAY`` per round, so the
-estimate follows the text, and a Beta prior keeps the first rounds sensible.
+estimate follows the text, and a Beta prior keeps the first rounds sensible. In a big batch they decay
+more slowly (price_for; why: specviz/adaptive/load.py).
 
 A K = 0 round still learns, almost for free: the target's pass gives p for the next token anyway, so
 a cheap drafter (cost at most ``SHADOW_COST``), every ``SHADOW_EVERY``-th idle round (rarer for a
@@ -31,9 +32,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
-from specviz.adaptive.rates import MIN_GAIN, best_k, rates, round_costs
+from specviz.adaptive.rates import best_k, rates, round_costs
 from specviz.adaptive.stopper import Stopper
-from specviz.core.choice import Choice
+from specviz.core.choice import MIN_GAIN, Choice
 
 if TYPE_CHECKING:
     from specviz.adaptive.load import Drafting
@@ -73,20 +74,21 @@ class AdaptiveK:
         self.scale = 1.0  # a drafted token's price over its price alone (price_for: a batch's load)
         self.priced = draft_cost  # per drafted token as priced now: the declared cost, or drafting measured here
         self.drafting: Drafting | None = None  # drafting as measured on this CPU (price_for), None: the declared costs
-        self.min_gain = MIN_GAIN  # what a draft must promise over K = 0's rate (price_for: a batch's wider margin)
+        self.decay = DECAY  # the past's weight per round (price_for: a big batch's longer memory)
         self._space_shadows()
 
     def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: "Drafting | None" = None,
-                  min_gain: float = MIN_GAIN) -> None:  # fmt: skip
+                  decay: float = DECAY) -> None:  # fmt: skip
         """Price the next rounds for a load (specviz/adaptive/load.py, LoadCosts.price): ``curve`` v(N) for a round
         in the batch (a drafting round's fixed cost included), ``scale`` the drafting's price over its price alone
         (a sequence drafts on its own, while its share of the round shrinks), ``drafting`` what drafting measured
         on this CPU (None: the declared costs), which prices drafted tokens and spaces the shadow drafts, and
-        ``min_gain`` the margin a draft must promise there. What the drafter is (costly to shadow or not) is
+        ``decay`` the past's weight per round from now on. What the drafter is (costly to shadow or not) is
         unchanged: that is decided on its declared cost."""
-        if curve is self.curve and scale == self.scale and drafting is self.drafting and min_gain == self.min_gain:
+        self.decay = decay  # weighs the next rounds only: the choice from what was learnt stands
+        if curve is self.curve and scale == self.scale and drafting is self.drafting:
             return  # a batch prices its sequences every round, mostly as the round before
-        self.curve, self.scale, self.drafting, self.min_gain, self._last = curve, scale, drafting, min_gain, None
+        self.curve, self.scale, self.drafting, self._last = curve, scale, drafting, None
         self.priced = self.c if drafting is None else drafting.per_token
         self._space_shadows()
 
@@ -132,9 +134,9 @@ class AdaptiveK:
         c, lc = self.priced * self.scale, self.level_cost * self.scale  # priced for the load (1: alone)
         costs = round_costs(n, c, k_max, e, self.curve, self.max_nodes, lc)
         if self.c > SHADOW_COST and not self.trials:
-            return Choice(0, alpha, n, c, k_max, e, costs, lc, min_gain=self.min_gain)
-        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, lc, self.min_gain)
-        return Choice(k, alpha, n, c, k_max, e, costs, lc, min_gain=self.min_gain)
+            return Choice(0, alpha, n, c, k_max, e, costs, lc)
+        k = best_k(alpha, n, c, k_max, e, self.curve, self.max_nodes, lc)
+        return Choice(k, alpha, n, c, k_max, e, costs, lc)
 
     def stopper(self, limit: int) -> Stopper:
         """The rule for a round of a drafter that weighs each token before drawing it (see Stopper), up to
@@ -142,9 +144,7 @@ class AdaptiveK:
         k_max = min(self.k_max, limit)
         c, lc = self.priced * self.scale, self.level_cost * self.scale
         costs = round_costs(self.per_level, c, k_max, self.extra, self.curve, self.max_nodes, lc)
-        return Stopper(
-            Choice(k_max, self.alpha, self.per_level, c, k_max, self.extra, costs, lc, min_gain=self.min_gain)
-        )
+        return Stopper(Choice(k_max, self.alpha, self.per_level, c, k_max, self.extra, costs, lc))
 
     def idle_round(self) -> bool:
         """Count a round that chose K = 0 (once per such round: update() is for rounds that drafted,
@@ -168,8 +168,8 @@ class AdaptiveK:
     def observe(self, acceptance: float) -> None:
         """A K = 0 round's unverified one-level draft, accepted with this probability."""
         self._last = None
-        self.successes = DECAY * self.successes + acceptance
-        self.trials = DECAY * self.trials + 1
+        self.successes = self.decay * self.successes + acceptance
+        self.trials = self.decay * self.trials + 1
 
     def update(self, k: int, drafted: int, depth: int, accepted: int) -> None:
         """After a round that chose K = k > 0 and drafted ``drafted`` tokens, ``depth`` levels deep
@@ -180,7 +180,8 @@ class AdaptiveK:
             return
         self._last = None
         trials = accepted + (1 if accepted < depth else 0)
-        self.successes = DECAY * self.successes + accepted
-        self.trials = DECAY * self.trials + trials
-        self.tokens = DECAY * self.tokens + drafted
-        self.levels = DECAY * self.levels + depth
+        d = self.decay
+        self.successes = d * self.successes + accepted
+        self.trials = d * self.trials + trials
+        self.tokens = d * self.tokens + drafted
+        self.levels = d * self.levels + depth

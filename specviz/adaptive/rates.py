@@ -73,12 +73,10 @@ def rates(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: 
 
 
 def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra: int = 0,
-           curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0,
-           min_gain: float = MIN_GAIN) -> int:  # fmt: skip
-    """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of ``min_gain`` (MIN_GAIN alone; a
-    batch's margin: specviz/adaptive/load.py). It runs every round that follows a draft or a shadow, so it stops
-    as soon as no deeper K can win: E(K) stays below 1 / (1 - alpha), and no K from here on costs less than
-    least_costs says."""
+           curve: CostCurve = REFERENCE, max_nodes: int = 0, level_cost: float = 0.0) -> int:  # fmt: skip
+    """argmax of rates() (ties: the smaller K), or 0 if that rate falls short of MIN_GAIN. It runs every round
+    that follows a draft or a shadow, so it stops as soon as no deeper K can win: E(K) stays below
+    1 / (1 - alpha), and no K from here on costs less than least_costs says."""
     costs = round_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     least = least_costs(per_level, draft_cost, k_max, extra, curve, max_nodes, level_cost)
     bound = math.inf if alpha >= 1.0 else 1.0 / (1.0 - alpha)
@@ -90,4 +88,4 @@ def best_k(alpha: float, per_level: float, draft_cost: float, k_max: int, extra:
         e += power
         if e / costs[k] > best_rate:
             best, best_rate = k, e / costs[k]
-    return best if best_rate >= min_gain else 0
+    return best if best_rate >= MIN_GAIN else 0

@@ -8,7 +8,7 @@ draft's length is then a stopping time, which keeps it exact.
 
 from dataclasses import replace
 
-from specviz.core.choice import Choice
+from specviz.core.choice import MIN_GAIN, Choice
 
 
 class Stopper:
@@ -17,9 +17,9 @@ class Stopper:
     before the round from alpha alone, the drafter asks before each token (``__call__``), and the round
     drafts it only while some deeper K still promises more tokens per unit of time than stopping here:
     E(K) from the estimates so far, the next token's, and alpha for the levels not yet seen; at the first
-    token, the round's margin (Choice.min_gain) times plain decoding's rate. A confident run of characters is
-    drafted deep, and a draft stops just before a character the table is unsure of, where a K fixed in advance
-    would either stop early everywhere or pay for doomed tokens.
+    token, MIN_GAIN times plain decoding's rate. A confident run of characters is drafted deep, and a draft
+    stops just before a character the table is unsure of, where a K fixed in advance would either stop early
+    everywhere or pay for doomed tokens.
 
     Exactness: each decision uses only the tokens already drawn (the next token's estimate is a function
     of the context it will be drawn from), so the draft length is a stopping time, as the accept/reject
@@ -42,7 +42,7 @@ class Stopper:
         if j >= self.start.k_max:
             return False
         self.estimates.append(a)
-        need = self.start.min_gain if j == 0 else self.rate
+        need = MIN_GAIN if j == 0 else self.rate
         prob = self.prob * a
         e = self.e + prob
         for k in range(j + 1, self.start.k_max + 1):  # usually the first K beats it: a confident next token

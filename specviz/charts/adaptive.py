@@ -4,7 +4,7 @@ the chosen K marked, with the expected characters and the cost behind each bar."
 import plotly.graph_objects as go
 
 from specviz.charts.figure import bar, figure
-from specviz.core.choice import Choice
+from specviz.core.choice import MIN_GAIN, Choice
 
 CHOSEN, OTHER = "#0072B2", "#999999"  # Okabe-Ito blue; grey
 
@@ -19,7 +19,7 @@ def k_choice_bars(choice: Choice) -> go.Figure:
             hovertemplate="K=%{x}: %{customdata[0]:.2f} characters expected / cost %{customdata[1]:.2f} "
                           "target passes = %{y:.2f}<extra></extra>"),
     ]  # fmt: skip
-    why = f"drafting must promise {choice.min_gain:.2f}× K = 0's rate" if choice.k == 0 else "the highest bar"
+    why = f"drafting must promise {MIN_GAIN:.2f}× K = 0's rate" if choice.k == 0 else "the highest bar"
     if choice.estimates:  # stopped token by token (adaptive.Stopper)
         stopped = len(choice.estimates) > choice.k
         why = "then no deeper K would pay" if stopped else f"as deep as allowed (K ≤ {choice.k_max})"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 # Draft only if it promises 5% more tokens per unit of time than K = 0: a margin for what the model
 # leaves out (specviz/adaptive/rates.py). Margins from 1.03 to 1.3 were measured against the baseline:
-# docs/notes/adaptive.md. A batch holds drafts to a wider one: specviz/adaptive/load.py.
+# docs/notes/adaptive.md.
 MIN_GAIN = 1.05
 
 
@@ -29,7 +29,6 @@ class Choice:
     # A drafter that weighs each token before drawing it (Stopper): the chance of acceptance it gave each
     # position it looked at, the last one the first it did not draw (when it stopped before k_max).
     estimates: tuple[float, ...] = ()
-    min_gain: float = MIN_GAIN  # how many times K = 0's tokens per cost a draft had to promise
 
     def expected(self, k: int) -> float:
         """E(K): the i.i.d. model's, or with the drafter's estimates for the positions they cover."""

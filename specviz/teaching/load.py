@@ -47,9 +47,9 @@ def chosen_k(drafter: str, alpha: float, curve: CostCurve, seconds, batches) -> 
     cls, load = drafter_class(drafter), LoadCosts(curve, seconds)
     out = []
     for B in batches:
-        v, scale, _, min_gain = load.price(B, drafter)
+        v, scale = load.at(B)
         k = best_k(alpha, cls.nodes_per_level, cls.draft_cost * scale, cls.max_depth or AUTO_K_MAX, cls.verify_extra,
-                   v, cls.max_nodes, cls.level_cost * scale, min_gain)  # fmt: skip
+                   v, cls.max_nodes, cls.level_cost * scale)  # fmt: skip
         out.append((B, k))
     return out
 

@@ -6,7 +6,7 @@ import json
 
 from conftest import ROOT, open_page, rerun, shown
 
-from specviz.adaptive.load import MIN_GAIN_LOADED
+from specviz.adaptive.load import DECAY_LOADED, memory
 from specviz.bench.batch import crossover
 from specviz.teaching.load import batch_rows, closing
 
@@ -26,7 +26,7 @@ def test_the_load_page():
     # drafting at all got dearer but one more token did not (a ratio of gains: docs/notes/batch.md)
     k = list(ks["K chosen"])
     assert k[-1] <= k[0] and max(k[3:]) <= k[0]
-    assert any(f"a draft must promise {MIN_GAIN_LOADED:.2f}×" in shown(c.value) for c in at.caption)  # the margin
+    assert any(f"over about its last {memory(DECAY_LOADED)} rounds" in shown(c.value) for c in at.caption)  # memory
     at.slider(key="load_batch").set_value(9)
     rerun(at)
     seqs = at.dataframe[0].value

@@ -10,8 +10,8 @@ from conftest import GREEDY_TEXT
 
 from specviz.adaptive.costs import REFERENCE, CostCurve
 from specviz.adaptive.load import (
-    MARGIN_FROM,
-    MIN_GAIN_LOADED,
+    DECAY_LOADED,
+    LOADED_FROM,
     Drafting,
     LoadCosts,
     LoadCurve,
@@ -20,13 +20,10 @@ from specviz.adaptive.load import (
     measure_drafting,
     physical,
 )
-from specviz.adaptive.policy import SHADOW_BUDGET, SHADOW_EVERY, SHADOW_SCORE, AdaptiveK
-from specviz.adaptive.rates import MIN_GAIN, rates, round_costs
-from specviz.adaptive.stopper import Stopper
+from specviz.adaptive.policy import DECAY, SHADOW_BUDGET, SHADOW_EVERY, SHADOW_SCORE, AdaptiveK
 from specviz.bench.batch import measure_load, run_batch_bench
-from specviz.charts.adaptive import k_choice_bars
 from specviz.core.batch import Batch
-from specviz.core.choice import Choice
+from specviz.core.choice import MIN_GAIN
 from specviz.core.engine import Generation
 from specviz.core.settings import Settings
 
@@ -124,24 +121,25 @@ SYNTHETIC = LoadCurve(
 def test_a_measured_curve_prices_the_batched_round_itself():
     load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token=0.05, per_call=0.1)})
     assert load.at(1) == (REFERENCE, 1.0)  # alone: unchanged
-    assert load.price(1, "trigram") == (REFERENCE, 1.0, None, MIN_GAIN)
+    assert load.price(1, "trigram") == (REFERENCE, 1.0, None, DECAY)
     v8, s8 = load.at(8)
     assert s8 == pytest.approx(4.0)  # a sequence's round is a quarter of a lone one: its drafting weighs 4x
     assert [v8.v(n) for n in (1, 2, 5)] == pytest.approx([1.0, 1.5, 3.0])  # the measured ratios, not the lone curve
     assert v8.v(3) == pytest.approx(2.0) and v8.v(7) == pytest.approx(4.0)  # a line between, and past, the points
     v4, s4 = load.at(4)  # between measured B: a line in log2 B of a sequence's round
     assert 1 / s4 == pytest.approx((0.6 + 0.25) / 2) and v4.v(2) == pytest.approx((0.6 * 1.2 + 0.25 * 1.5) / 0.85)
-    c8, s, drafting, margin = load.price(8, "trigram")  # measured drafting: its per-call cost on every drafting round
+    c8, s, drafting, decay = load.price(8, "trigram")  # measured drafting: its per-call cost on every drafting round
     assert (
         drafting == Drafting(per_token=0.05, per_call=0.1)
         and s == s8
         and c8.v(1) == 1.0
         and c8.v(2) == pytest.approx(1.5 + 0.1 * 4)
-        and margin == MIN_GAIN_LOADED > MIN_GAIN  # a batch's wider margin
+        and decay == DECAY_LOADED > DECAY  # a big batch's longer memory
     )
-    assert load.price(8, "distilled") == (v8, s8, None, MIN_GAIN_LOADED)  # no measurement: the declared costs
-    assert load.price(MARGIN_FROM - 1, "trigram").min_gain == MIN_GAIN  # a smaller batch: the lone margin
-    assert "synthetic" in load.describe("trigram") and "0.050 a token, 0.100 a round" in load.describe("trigram")
+    assert load.price(8, "distilled") == (v8, s8, None, DECAY_LOADED)  # no measurement: the declared costs
+    assert load.price(LOADED_FROM - 1, "trigram").decay == DECAY  # a smaller batch: the lone memory
+    said = load.describe("trigram")
+    assert "synthetic" in said and "0.050 a token, 0.100 a round" in said and "about 100 rounds" in said
 
 
 def expected_rate(alpha: float, k: int, v: CostCurve, cost: float) -> float:
@@ -153,42 +151,46 @@ def expected_rate(alpha: float, k: int, v: CostCurve, cost: float) -> float:
 @pytest.mark.parametrize("B", [2, 8])
 def test_k_falls_to_zero_exactly_when_the_gain_is_below_the_price(per_call, B):
     """Adaptive K priced for a batch (the measured round, drafting per token and per call) drafts exactly when
-    some K promises the batch's margin (MIN_GAIN below MARGIN_FROM, MIN_GAIN_LOADED from it) times plain
-    decoding's tokens per unit of time at those prices."""
+    some K promises MIN_GAIN times plain decoding's tokens per unit of time at those prices."""
     alpha, per_token = 0.6, 0.02
     load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token, per_call)})
     policy = AdaptiveK(5, draft_cost=0.02)
     policy.successes, policy.trials = alpha * 100 - 1, 98.0  # Beta(1, 1) prior: alpha = 0.6
     assert policy.alpha == pytest.approx(alpha)
-    curve, scale, drafting, margin = load.price(B, "trigram")
-    policy.price_for(curve, scale, drafting, margin)
+    policy.price_for(*load.price(B, "trigram"))
+    curve, scale, drafting = policy.curve, policy.scale, policy.drafting
     c = drafting.per_token
     best = max(range(6), key=lambda k: expected_rate(alpha, k, curve, c * scale) if k else 1.0)
     gain = expected_rate(alpha, best, curve, c * scale) if best else 1.0
     k = policy.choose(5).k
-    assert margin == (MIN_GAIN_LOADED if B >= MARGIN_FROM else MIN_GAIN)
-    assert (k == 0) == (gain < margin)
+    assert (k == 0) == (gain < MIN_GAIN)
     if k:
         assert k == best
 
 
-def test_a_batch_holds_a_draft_to_its_wider_margin():
-    """A draft that promises between MIN_GAIN and MIN_GAIN_LOADED times K = 0's rate is made alone and not in a
-    batch, by the per-round rule and by the token-by-token one, and the round's choice says which margin held."""
-    c, k_max = 0.02, 6
-    alpha = next(a / 100 for a in range(1, 100) if MIN_GAIN < max(rates(a / 100, 1.0, c, k_max)) < MIN_GAIN_LOADED)
-    policy = AdaptiveK(k_max, draft_cost=c)
-    policy.successes, policy.trials = alpha * 1000 - 1, 998.0  # Beta(1, 1) prior: this alpha
-    assert policy.alpha == pytest.approx(alpha)
-    alone = policy.choose(k_max)
-    assert alone.k > 0 and alone.min_gain == MIN_GAIN
-    policy.price_for(REFERENCE, 1.0, None, MIN_GAIN_LOADED)  # the same prices, a batch's margin
-    loaded = policy.choose(k_max)
-    assert loaded.k == 0 and loaded.min_gain == MIN_GAIN_LOADED
-    assert f"{MIN_GAIN_LOADED:.2f}×" in k_choice_bars(loaded).layout.title.text
-    costs = round_costs(1.0, c, k_max)
-    for margin, draws in ((MIN_GAIN, True), (MIN_GAIN_LOADED, False)):  # the first token, at alpha itself
-        assert Stopper(Choice(k_max, alpha, 1.0, c, k_max, 0, costs, min_gain=margin))(alpha) == draws
+def test_a_big_batch_remembers_more_of_a_sequence_s_past():
+    """From LOADED_FROM on, every round's successes and trials decay by DECAY_LOADED, not DECAY: after a long
+    run accepting 0.6 and then ten rejected rounds, each estimate is its decay's closed form, the lone one far
+    below 0.5 and a big batch's still above it. The new memory weighs the rounds after it only: what was
+    learnt, and the choice made from it, stand."""
+    c = 0.02
+    load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": Drafting(per_token=c, per_call=0.05)})
+    lone, loaded = AdaptiveK(6, draft_cost=c), AdaptiveK(6, draft_cost=c)
+    loaded.price_for(*load.price(LOADED_FROM, "trigram"))
+    assert loaded.decay == DECAY_LOADED and lone.decay == DECAY
+    for policy, d in ((lone, DECAY), (loaded, DECAY_LOADED)):
+        policy.trials = 1 / (1 - d)  # a long run's trials: 1 + d + d^2 + ...
+        policy.successes = 0.6 * policy.trials
+    before = loaded.choose(6)
+    loaded.price_for(*load.price(LOADED_FROM, "trigram"))  # priced as the round before: nothing to re-choose
+    assert loaded.choose(6) is before
+    for _ in range(10):
+        for policy in (lone, loaded):
+            policy.update(1, 1, 1, 0)  # K = 1, its one token rejected: one trial, no success
+    for policy, d in ((lone, DECAY), (loaded, DECAY_LOADED)):
+        trials = d**10 / (1 - d) + (1 - d**10) / (1 - d)  # the old trials decayed, and ten new ones
+        assert policy.alpha == pytest.approx((d**10 * 0.6 / (1 - d) + 1) / (trials + 2))  # Beta(1, 1) prior
+    assert lone.alpha < 0.3 and loaded.alpha > 0.5
 
 
 def test_the_price_moves_the_choice_to_k_zero_in_a_batch(target):
@@ -198,8 +200,8 @@ def test_the_price_moves_the_choice_to_k_zero_in_a_batch(target):
             for i, (p, _) in enumerate(requests(target, 8))]  # fmt: skip
     plain = [Generation(target, p, Settings(drafter="none", temperature=0, max_new_tokens=30)).run().tokens
              for p, _ in reqs]  # fmt: skip
-    # B = 2's extra rows cheaper than SYNTHETIC's: a K = 1 draft there promises over the batch's margin at the
-    # trigram's alpha here (about 0.5), and at B = 8 under 1x
+    # B = 2's extra rows cheaper than SYNTHETIC's: a K = 1 draft there promises over MIN_GAIN at the trigram's
+    # alpha here (about 0.5), and at B = 8 under 1x
     cheap = LoadCurve(SYNTHETIC.share, {**SYNTHETIC.ratio, 2: {1: 1.0, 2: 1.05, 5: 1.2}}, "synthetic")
     load = LoadCosts(REFERENCE, cheap, {"trigram": Drafting(per_token=0.02, per_call=0.05)})
     ks = {}

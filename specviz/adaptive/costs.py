@@ -231,3 +231,11 @@ def kept_curve(ckpt, measure_now: Callable[[], CostCurve], cache: Path | None = 
         return json.dumps(record, indent=1).encode()
 
     return kept_or_made(path, lambda: read_curve(path, key), measure_now, encode)
+
+
+@dataclass(frozen=True)
+class Drafting:
+    """What drafting costs on this CPU, in lone plain rounds (specviz/adaptive/load.py, ``measure_drafting``)."""
+
+    per_token: float  # each drafted token
+    per_call: float  # each drafting round, whatever K (the draft call and its bookkeeping)

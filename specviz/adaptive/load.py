@@ -54,7 +54,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import NamedTuple
 
-from specviz.adaptive.costs import N_MAX, CostCurve, curve_key
+from specviz.adaptive.costs import N_MAX, CostCurve, Drafting, curve_key
 from specviz.adaptive.policy import DECAY
 from specviz.core.diskcache import cache_dir, digest, files_digest, kept_or_made
 
@@ -162,16 +162,8 @@ class Price(NamedTuple):
 
     curve: CostCurve  # v_B(N): a round sending N rows, over a plain one, in this batch
     scale: float  # a drafted token's price over its price alone
-    drafting: "Drafting | None"  # drafting as measured on this CPU, or None: the drafter's declared costs
+    drafting: Drafting | None  # drafting as measured on this CPU, or None: the drafter's declared costs
     decay: float  # the weight of the acceptance estimate's past per round
-
-
-@dataclass(frozen=True)
-class Drafting:
-    """What drafting costs on this CPU, in lone plain rounds (``measure_drafting``)."""
-
-    per_token: float  # each drafted token
-    per_call: float  # each drafting round, whatever K (the draft call and its bookkeeping)
 
 
 class LoadCosts:

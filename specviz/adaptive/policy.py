@@ -29,15 +29,11 @@ holds because K is fixed before the round's draft is made.
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from specviz.adaptive.costs import REFERENCE, CostCurve
+from specviz.adaptive.costs import REFERENCE, CostCurve, Drafting
 from specviz.adaptive.rates import best_k, rates, round_costs
 from specviz.adaptive.stopper import Stopper
 from specviz.core.choice import MIN_GAIN, Choice
-
-if TYPE_CHECKING:
-    from specviz.adaptive.load import Drafting
 
 AUTO_K_MAX = 12  # --k auto: the deepest draft adaptive K may choose
 DECAY = 0.9  # weight of the past per round: about the last 10 rounds count
@@ -77,7 +73,7 @@ class AdaptiveK:
         self.decay = DECAY  # the past's weight per round (price_for: a big batch's longer memory)
         self._space_shadows()
 
-    def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: "Drafting | None" = None,
+    def price_for(self, curve: CostCurve, scale: float = 1.0, drafting: Drafting | None = None,
                   decay: float = DECAY) -> None:  # fmt: skip
         """Price the next rounds for a load (specviz/adaptive/load.py, LoadCosts.price): ``curve`` v(N) for a round
         in the batch (a drafting round's fixed cost included), ``scale`` the drafting's price over its price alone

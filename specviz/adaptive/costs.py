@@ -239,3 +239,14 @@ class Drafting:
 
     per_token: float  # each drafted token
     per_call: float  # each drafting round, whatever K (the draft call and its bookkeeping)
+    # A batch drafts its sequences in a row, and all but the first find the drafter's code and tables warm:
+    next_token: float | None = None  # each drafted token of a draft right after another sequence's (None: per_token)
+    next_call: float | None = None  # each such draft's call (None: per_call)
+
+    def in_batch(self, batch: int) -> "Drafting":
+        """A sequence's drafting in a batch of ``batch``, on average: one draft of the batch's is the first after the
+        pass, the others each follow another's."""
+        if batch <= 1 or self.next_token is None or self.next_call is None:
+            return self
+        f = (batch - 1) / batch
+        return Drafting((1 - f) * self.per_token + f * self.next_token, (1 - f) * self.per_call + f * self.next_call)

@@ -15,7 +15,10 @@ Drafting is each sequence's own CPU, which batching does not share, so it is pri
 shrinking round, times B m(1, 1) / m(B, 1). And it is priced at what drafting measures on this CPU
 (``measure_drafting``: per drafted token and per drafting round, whatever K), not at the drafter's declared
 cost, which leaves out the call's own overhead (charged alone, that measured worse: docs/notes/adaptive.md;
-in a batch, a round's fixed costs weigh several times more). The per-round part rides on v_B(N) for N >= 2.
+in a batch, a round's fixed costs weigh several times more). A batch drafts its sequences one after another
+before its pass, and a draft right after another's costs less than the first after the pass (the drafter's
+code and tables are warm): both are measured, and a sequence of a batch of B is priced at the first's figure
+once in B drafts (``Drafting.in_batch``). The per-round part rides on v_B(N) for N >= 2.
 An idle sequence's shadow drafts (specviz/adaptive/policy.py) are spaced at that measured cost too.
 
 Prices read the measured curve as ``physical`` fits it: a shared machine's noise can make a row look free or
@@ -180,6 +183,7 @@ class LoadCosts:
         self.base, self.seconds = base, self.measured.seconds if self.measured else seconds
         self.drafting = dict(drafting or {})
         self._at: dict[tuple, tuple[CostCurve, float]] = {}
+        self._drafts: dict[tuple[Drafting, int], Drafting] = {}
 
     def at(self, B: int, drafting: Drafting | None = None) -> tuple[CostCurve, float]:
         """(v_B, the drafting's scale) for a batch of B live sequences; the base curve itself at B = 1. With
@@ -208,6 +212,8 @@ class LoadCosts:
             parts.append(f"under load {self.measured.summary()}")
         if (d := self.drafting.get(drafter)) is not None:
             parts.append(f"drafting here {d.per_token:.3f} a token, {d.per_call:.3f} a round")
+            if d.next_token is not None:
+                parts.append(f"after another sequence's {d.next_token:.3f} and {d.next_call:.3f}")
         parts.append(
             f"in a batch of {LOADED_FROM} or more, acceptance is estimated over about {memory(DECAY_LOADED)} rounds"
         )
@@ -217,6 +223,8 @@ class LoadCosts:
         """A sequence of ``drafter`` in a batch of B: from B = 2 on its measured drafting, from LOADED_FROM on the
         longer memory, the lone prices at B = 1."""
         d = self.drafting.get(drafter) if B > 1 else None
+        if d is not None:  # one object per (drafter, B): adaptive K re-prices only when it changes
+            d = self._drafts.setdefault((d, B), d.in_batch(B))
         curve, scale = self.at(B, d)
         return Price(curve, scale, d, DECAY_LOADED if B >= LOADED_FROM else DECAY)
 
@@ -236,15 +244,19 @@ def clock() -> Callable[[], float]:
 
 
 def measure_drafting(drafting: Callable[[int], None], plain: Callable[[], None], ks=(1, 2, 4, 8), repeats: int = 7,
-                     now: Callable[[], float] | None = None) -> Drafting:  # fmt: skip
+                     now: Callable[[], float] | None = None, others: list[Callable[[int], None]] = ()) -> Drafting:  # fmt: skip
     """What drafting costs here: ``drafting(k)`` (one draft of k tokens from a fixed context) against
     ``plain()`` (one lone plain round), each draft between two plain rounds; the median ratio at each k, and
     the least-squares line through them: per token (its slope) and per call (its intercept, at least 0).
-    ``now``: the clock (``clock()`` unless given)."""
+    ``others``: other sequences' drafts; with them, ``drafting`` and then each of them in a row is timed too
+    (between two plain rounds, as a batch drafts its sequences before its pass), and the line through what each
+    of them added is ``next_token`` and ``next_call``. ``now``: the clock (``clock()`` unless given)."""
+    row = lambda k: [d(k) for d in (drafting, *others)]  # noqa: E731
     for k in ks:  # warm: tables, heads and caches loaded before the clock
-        drafting(k)
+        row(k)
     plain()
     ratios = {k: [] for k in ks}
+    added = {k: [] for k in ks}  # what each of ``others`` added, in a row
 
     now = now or clock()
 
@@ -253,16 +265,28 @@ def measure_drafting(drafting: Callable[[int], None], plain: Callable[[], None],
         fn(*args)
         return now() - t0
 
+    def ratio(fn, k) -> float:
+        before, t, after = timed(plain), timed(fn, k), timed(plain)
+        return 2 * t / (before + after)
+
     for _ in range(repeats):
         for k in ks:
-            before, t, after = timed(plain), timed(drafting, k), timed(plain)
-            ratios[k].append(2 * t / (before + after))
-    xs, ys = list(ks), [statistics.median(ratios[k]) for k in ks]
+            ratios[k].append(ratio(drafting, k))
+            if others:
+                added[k].append((ratio(row, k) - ratios[k][-1]) / len(others))
+    per_token, per_call = _line(ks, [statistics.median(ratios[k]) for k in ks])
+    if not others:
+        return Drafting(per_token, per_call)
+    return Drafting(per_token, per_call, *_line(ks, [statistics.median(added[k]) for k in ks]))
+
+
+def _line(xs, ys) -> tuple[float, float]:
+    """The least-squares line through (xs, ys), its slope and its intercept each at least 0."""
     mx, my = statistics.mean(xs), statistics.mean(ys)
     sxx = sum((x - mx) ** 2 for x in xs)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
     slope = max(slope, 0.0)
-    return Drafting(per_token=slope, per_call=max(0.0, my - slope * mx))
+    return slope, max(0.0, my - slope * mx)
 
 
 def load_key(ckpt) -> dict:

@@ -34,7 +34,7 @@ import torch
 from models.checkpoint import Checkpoint
 from specviz.adaptive.costs import REFERENCE, cpu_name
 from specviz.adaptive.load import BATCHES as LOAD_BATCHES
-from specviz.adaptive.load import CONTEXT, ROWS, LoadCosts, LoadCurve, clock, measure_drafting
+from specviz.adaptive.load import CONTEXT, LOADED_FROM, ROWS, LoadCosts, LoadCurve, clock, measure_drafting
 from specviz.adaptive.policy import AUTO_K_MAX
 from specviz.bench.report import VERDICT_P, paired_verdict
 from specviz.bench.rows import BenchRow
@@ -202,16 +202,20 @@ def interleaved(runs: list[tuple], order: random.Random | None = None) -> list[d
 
 def drafting_costs(target, tiny, drafters, T: float, seed: int = 0) -> dict:
     """Drafter name -> what its drafting costs on this CPU (adaptive/load.py, measure_drafting): its draft of
-    k tokens from a preset's first CONTEXT tokens, against a lone plain round, untimed by the bench."""
-    prompt = target.tokenizer.encode(PRESETS[0].text)[:CONTEXT]
+    k tokens from a preset's first CONTEXT tokens, against a lone plain round, alone and followed by the drafts
+    of LOADED_FROM - 1 more sequences (other presets), as a batch drafts; untimed by the bench."""
+    prompts = [target.tokenizer.encode(p.text)[:CONTEXT] for p in PRESETS]
     out = {}
     with torch.inference_mode():
         for d in drafters:
-            plain = Generation(target, prompt, bench_settings(BASELINE, T, 1, 4096, seed))
+            plain = Generation(target, prompts[0], bench_settings(BASELINE, T, 1, 4096, seed))
             draft_model = tiny.model if tiny is not None and "draft_model" in drafter_class(d).needs else None
-            g = Generation(target, prompt, bench_settings(d, T, AUTO_K_MAX, 64, seed), draft_model)
-            g.target.sync(g.tokens)
-            out[d] = measure_drafting(lambda k, g=g: g.drafter.draft(g.tokens, k, T, g.gen), plain.step)
+            gens = [Generation(target, prompts[i % len(prompts)], bench_settings(d, T, AUTO_K_MAX, 64, seed),
+                               draft_model) for i in range(LOADED_FROM)]  # fmt: skip
+            for g in gens:
+                g.target.sync(g.tokens)
+            first, *others = [lambda k, g=g: g.drafter.draft(g.tokens, k, T, g.gen) for g in gens]
+            out[d] = measure_drafting(first, plain.step, others=others)
     return out
 
 

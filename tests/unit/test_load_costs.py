@@ -219,6 +219,35 @@ def test_measure_drafting_fits_per_token_and_per_call():
     draft = lambda k: clock.__setitem__("t", clock["t"] + 0.3 + 0.1 * k)  # noqa: E731  0.15 + 0.05 k rounds
     d = measure_drafting(draft, plain, ks=(1, 2, 4), repeats=3, now=lambda: clock["t"])
     assert d.per_token == pytest.approx(0.05) and d.per_call == pytest.approx(0.15)
+    assert d.next_token is None and d.next_call is None and d.in_batch(8) is d
+
+
+def test_measure_drafting_fits_a_draft_after_another_sequence_s():
+    """With other sequences' drafts, what each adds in a row is fitted on its own: here the first draft costs
+    0.15 + 0.05 k lone rounds and each of three more 0.05 + 0.02 k."""
+    clock = {"t": 0.0}
+    tick = lambda s: clock.__setitem__("t", clock["t"] + s)  # noqa: E731
+    plain = lambda: tick(2.0)  # noqa: E731
+    first = lambda k: tick(0.3 + 0.1 * k)  # noqa: E731
+    other = lambda k: tick(0.1 + 0.04 * k)  # noqa: E731
+    d = measure_drafting(first, plain, ks=(1, 2, 4), repeats=3, now=lambda: clock["t"], others=[other] * 3)
+    assert d.per_token == pytest.approx(0.05) and d.per_call == pytest.approx(0.15)
+    assert d.next_token == pytest.approx(0.02) and d.next_call == pytest.approx(0.05)
+
+
+def test_a_batch_prices_a_sequence_s_drafting_as_one_of_a_row():
+    """In a batch of B, one draft in B is the first after the pass and the rest follow another's: a sequence is
+    priced at that mix (one object per batch size, so adaptive K is not re-priced every round), alone at its
+    lone figures, and a drafting measured alone is priced as it is."""
+    row = Drafting(per_token=0.05, per_call=0.1, next_token=0.02, next_call=0.04)
+    assert row.in_batch(1) is row
+    assert row.in_batch(4) == Drafting(per_token=0.25 * 0.05 + 0.75 * 0.02, per_call=0.25 * 0.1 + 0.75 * 0.04)
+    load = LoadCosts(REFERENCE, SYNTHETIC, {"trigram": row})
+    assert load.price(1, "trigram").drafting is None
+    assert load.price(4, "trigram").drafting == row.in_batch(4)
+    assert load.price(4, "trigram").drafting is load.price(4, "trigram").drafting
+    cheaper = load.at(8, row.in_batch(8))[0].v(2)
+    assert cheaper < load.at(8, row)[0].v(2) and load.price(8, "trigram").curve.v(2) == cheaper
 
 
 def test_a_measured_load_curve_is_kept_and_read_back(target, tmp_path):

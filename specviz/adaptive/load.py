@@ -223,7 +223,7 @@ class LoadCosts:
         """A sequence of ``drafter`` in a batch of B: from B = 2 on its measured drafting, from LOADED_FROM on the
         longer memory, the lone prices at B = 1."""
         d = self.drafting.get(drafter) if B > 1 else None
-        if d is not None:  # one object per (drafter, B): adaptive K re-prices only when it changes
+        if d is not None:  # one object per (drafting, B): adaptive K re-prices only when it changes
             d = self._drafts.setdefault((d, B), d.in_batch(B))
         curve, scale = self.at(B, d)
         return Price(curve, scale, d, DECAY_LOADED if B >= LOADED_FROM else DECAY)

@@ -248,6 +248,8 @@ def test_a_batch_prices_a_sequence_s_drafting_as_one_of_a_row():
     assert load.price(4, "trigram").drafting is load.price(4, "trigram").drafting
     cheaper = load.at(8, row.in_batch(8))[0].v(2)
     assert cheaper < load.at(8, row)[0].v(2) and load.price(8, "trigram").curve.v(2) == cheaper
+    alone = Drafting(per_token=0.05, per_call=0.1)
+    assert LoadCosts(REFERENCE, SYNTHETIC, {"trigram": alone}).price(8, "trigram").drafting is alone
 
 
 def test_a_measured_load_curve_is_kept_and_read_back(target, tmp_path):

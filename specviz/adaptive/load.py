@@ -282,11 +282,8 @@ def measure_drafting(drafting: Callable[[int], None], plain: Callable[[], None],
 
 def _line(xs, ys) -> tuple[float, float]:
     """The least-squares line through (xs, ys), its slope and its intercept each at least 0."""
-    mx, my = statistics.mean(xs), statistics.mean(ys)
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
-    slope = max(slope, 0.0)
-    return slope, max(0.0, my - slope * mx)
+    slope = max(0.0, statistics.linear_regression(xs, ys).slope)
+    return slope, max(0.0, statistics.mean(ys) - slope * statistics.mean(xs))
 
 
 def load_key(ckpt) -> dict:
